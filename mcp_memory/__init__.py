@@ -1,0 +1,3 @@
+"""mcp-memory: shared, durable session memory for AI agents."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,41 @@
+"""One error hierarchy. Every transport maps these through one table (see `code`)."""
+
+from __future__ import annotations
+
+
+class McpMemoryError(Exception):
+    """Base class; `code` is the stable bracketed code of CONTRACT §3."""
+
+    code = "error"
+
+    def __str__(self) -> str:  # the message without the code; transports add `[code]`
+        return super().__str__()
+
+    def render(self) -> str:
+        return f"[{self.code}] {self}"
+
+
+class Invalid(McpMemoryError):
+    code = "invalid"
+
+
+class NotFound(McpMemoryError):
+    code = "not_found"
+
+
+class Conflict(McpMemoryError):
+    code = "conflict"
+
+
+class Forbidden(McpMemoryError):
+    code = "forbidden"
+
+
+class Unavailable(McpMemoryError):
+    code = "unavailable"
+
+
+class ConfigError(McpMemoryError):
+    """The configuration is wrong (bad TOML, missing keyring secret, …)."""
+
+    code = "config"

@@ -1,0 +1,214 @@
+"""Neutral message schema v1 — the contract between every agent adapter and the store.
+
+OpenAI chat messages as the base (role, content, tool_calls, tool_call_id), plus `thinking`
+(nullable, possibly encrypted), `metadata` (project, agent_source, model, native record …) and
+`schema_version`. Strict where it is stored: unknown top-level fields are rejected so that a typo
+never silently disappears; `metadata` is the open extension point.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
+
+from .errors import Invalid
+
+SCHEMA_VERSION = 1
+DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024
+
+Role = Literal["system", "user", "assistant", "tool"]
+ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class FunctionCall(_Strict):
+    name: Annotated[str, Field(min_length=1, description="Name of the called tool/function.")]
+    arguments: Annotated[str, Field(description="The arguments as a JSON-encoded string (OpenAI shape).")]
+
+    @field_validator("arguments")
+    @classmethod
+    def _arguments_are_json(cls, value: str) -> str:
+        try:
+            json.loads(value)
+        except ValueError as exc:
+            raise ValueError(f"must be a JSON-encoded string ({exc.msg})") from None
+        return value
+
+
+class ToolCall(_Strict):
+    id: Annotated[str, Field(min_length=1, description="Stable id, echoed by the tool message's tool_call_id.")]
+    type: Literal["function"] = "function"
+    function: FunctionCall
+
+
+class Thinking(_Strict):
+    content: str | None = Field(default=None, description="Reasoning text, or ciphertext when encrypted.")
+    encrypted: bool = Field(default=False, description="True when content is opaque (redacted/encrypted).")
+    signature: str | None = Field(default=None, description="Provider signature that authenticates the block.")
+
+
+class ContentPart(BaseModel):
+    """An OpenAI-style content part: `{"type": "text", "text": …}`, `image_url`, `input_audio`, `file` …"""
+
+    model_config = ConfigDict(extra="allow")
+    type: Annotated[str, Field(min_length=1)]
+
+    @model_validator(mode="after")
+    def _text_parts_have_text(self) -> ContentPart:
+        if self.type == "text" and not isinstance(getattr(self, "text", None), str):
+            raise ValueError("a part of type 'text' needs a string 'text'")
+        return self
+
+
+Content = str | list[ContentPart] | None
+
+
+class MessageIn(_Strict):
+    """A message as a client sends it (append_message). The server assigns `seq`."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    append_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="Client idempotency key; a retry with the same key and payload returns the original seq. "
+        "Generated when absent (then retries are not idempotent).",
+    )
+    role: Role
+    content: Content = None
+    tool_calls: list[ToolCall] | None = None
+    tool_call_id: str | None = None
+    thinking: Thinking | None = None
+    name: str | None = Field(default=None, description="Optional participant/tool name (OpenAI `name`).")
+    created_at: datetime | None = Field(
+        default=None, description="RFC 3339; kept as given (imports carry original times). Defaults to now."
+    )
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    # Accepted so that a message read from one session can be appended to another unchanged.
+    session_id: str | None = Field(default=None, exclude=True)
+    seq: int | None = Field(default=None, exclude=True)
+
+    @field_validator("created_at")
+    @classmethod
+    def _aware_utc(cls, value: datetime | None) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("must carry a time zone (RFC 3339, e.g. 2026-08-18T07:00:00Z)")
+        return value.astimezone(timezone.utc)
+
+    @field_serializer("created_at")
+    def _rfc3339(self, value: datetime | None) -> str | None:
+        return None if value is None else format_time(value)
+
+    @model_validator(mode="after")
+    def _role_rules(self) -> MessageIn:
+        if self.role == "tool" and not self.tool_call_id:
+            raise ValueError("tool_call_id is required when role is 'tool'")
+        if self.tool_calls and self.role != "assistant":
+            raise ValueError("tool_calls is only allowed when role is 'assistant'")
+        return self
+
+    def payload(self) -> dict[str, Any]:
+        """The stored form: what the client said, without server-assigned fields or empty values."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+class Message(BaseModel):
+    """A stored message as read back (read_session): the payload plus session_id and seq."""
+
+    model_config = ConfigDict(extra="allow")
+    schema_version: int = SCHEMA_VERSION
+    session_id: str
+    seq: int
+    append_id: str
+    role: Role
+    content: Content = None
+    tool_calls: list[ToolCall] | None = None
+    tool_call_id: str | None = None
+    thinking: Thinking | None = None
+    created_at: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    inherited_from: str | None = Field(
+        default=None, description="For a fork: the ancestor session that holds this message."
+    )
+
+
+def format_time(value: datetime) -> str:
+    value = value.astimezone(timezone.utc)
+    text = value.isoformat(timespec="microseconds" if value.microsecond else "seconds")
+    return text.replace("+00:00", "Z")
+
+
+def parse_message(raw: Any, *, field: str = "message", max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> MessageIn:
+    """Validate one raw message, turning pydantic's report into one `[invalid]` line naming the field."""
+    if isinstance(raw, MessageIn):
+        message = raw
+    else:
+        if not isinstance(raw, dict):
+            raise Invalid(f"{field} must be a JSON object, got {type(raw).__name__}")
+        try:
+            message = MessageIn.model_validate(raw)
+        except ValidationError as exc:
+            raise Invalid(describe_validation_error(exc, prefix=field)) from None
+    check_size(message, field=field, max_bytes=max_bytes)
+    return message
+
+
+def check_size(message: MessageIn, *, field: str, max_bytes: int) -> None:
+    payload = message.payload()
+    size = len(json.dumps(payload, ensure_ascii=False).encode())
+    if size <= max_bytes:
+        return
+    largest = max(payload, key=lambda key: len(json.dumps(payload[key], ensure_ascii=False).encode()))
+    raise Invalid(
+        f"{field}.{largest} makes the message {size} bytes, over the limit of {max_bytes} bytes "
+        "(setting max_message_bytes)"
+    )
+
+
+def describe_validation_error(exc: ValidationError, *, prefix: str) -> str:
+    parts = []
+    errors = exc.errors()
+    # In a union (content: str | parts) report the branch the input was aimed at, not every branch.
+    specific = [e for e in errors if e["type"] not in ("string_type", "list_type", "none_required")]
+    errors = specific or errors
+    for error in errors[:3]:
+        error["loc"] = tuple(p for p in error["loc"] if not _is_union_tag(p))
+        location = ".".join(str(p) for p in (prefix, *error["loc"]) if p != "")
+        message = error["msg"].removeprefix("Value error, ")
+        if not error["loc"]:  # model-level rule: the message starts with the field it is about
+            parts.append(f"{location}.{message}")
+            continue
+        if error["type"] == "literal_error" and error["loc"] and error["loc"][-1] == "role":
+            message = "must be one of " + ", ".join(ROLES)
+        if error["type"] == "extra_forbidden":
+            message = "is not a field of the neutral message (put extra data under metadata)"
+        parts.append(f"{location} {message}")
+    more = len(errors) - 3
+    return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
+
+
+def _is_union_tag(part: object) -> bool:
+    return isinstance(part, str) and (part in ("str", "none") or "[" in part)
+
+
+def json_schema() -> dict[str, Any]:
+    schema = MessageIn.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "mcp-memory neutral message, schema_version 1"
+    return schema
