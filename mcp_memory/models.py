@@ -190,7 +190,7 @@ def describe_validation_error(exc: ValidationError, *, prefix: str) -> str:
     for error in errors[:3]:
         error["loc"] = tuple(p for p in error["loc"] if not _is_union_tag(p))
         location = ".".join(str(p) for p in (prefix, *error["loc"]) if p != "")
-        message = error["msg"].removeprefix("Value error, ")
+        message = error["msg"].removeprefix("Value error, ").replace("Input should be", "must be")
         if not error["loc"]:  # model-level rule: the message starts with the field it is about
             parts.append(f"{location}.{message}")
             continue

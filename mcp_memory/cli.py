@@ -1,0 +1,120 @@
+"""Command-line interface: argument parsing only; each command is a small function in commands/.
+
+Exit codes (CONTRACT §2): 0 success, 1 user error (one line on stderr), 2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+from . import __version__
+from .errors import McpMemoryError
+
+EPILOG = "Docs: README.md. Every command takes --dsn (else MCP_MEMORY_DSN, the config file, or the embedded default)."
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mcp-memory", description="Shared, durable session memory for AI coding agents.", epilog=EPILOG
+    )
+    parser.add_argument("--version", action="version", version=f"mcp-memory {__version__}")
+    parser.add_argument("--dsn", help="PostgreSQL DSN (overrides MCP_MEMORY_DSN and the config file)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug details to stderr")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    sub.add_parser("serve", help="MCP server over stdio (what agents launch)",
+                   description="Run the MCP server over stdio. Example: claude mcp add mcp-memory -- mcp-memory serve")
+
+    db = sub.add_parser("db", help="schema migrations and the embedded server")
+    db_sub = db.add_subparsers(dest="db_command", metavar="ACTION", required=True)
+    db_sub.add_parser("migrate", help="apply pending migrations (safe from two hosts at once)")
+    status = db_sub.add_parser("status", help="list migrations and whether each is applied")
+    status.add_argument("--json", action="store_true", help="print one JSON document")
+    db_sub.add_parser("stop", help="stop the embedded server of this profile (it restarts on demand)")
+
+    doctor = sub.add_parser("doctor", help="check configuration, database, schema, pgvector, keyring, archive")
+    doctor.add_argument("--json", action="store_true", help="print one JSON document")
+
+    sub.add_parser("schema", help="print the JSON Schema of the neutral message (v1)")
+
+    snapshot = sub.add_parser("snapshot", help="snapshot a session (as the create_snapshot tool)",
+                              description="Example: mcp-memory snapshot ses_… -m 'before refactor'")
+    snapshot.add_argument("session_id")
+    snapshot.add_argument("-m", "--message", default="", help="commit message of the snapshot")
+    snapshot.add_argument("--json", action="store_true")
+
+    fork = sub.add_parser("fork", help="new session from a snapshot (as the load_snapshot tool)",
+                          description="Example: mcp-memory fork 12 --agent opencode")
+    fork.add_argument("snapshot_id", type=int)
+    fork.add_argument("--agent", help="agent_source of the new session")
+    fork.add_argument("--title", help="title of the new session")
+    fork.add_argument("--json", action="store_true")
+
+    sessions = sub.add_parser("sessions", help="list sessions, newest first")
+    sessions.add_argument("--project", help="only this project")
+    sessions.add_argument("--agent", help="only this agent_source")
+    sessions.add_argument("--limit", type=int, default=20)
+    sessions.add_argument("--json", action="store_true")
+
+    show = sub.add_parser("show", help="print a session's messages (as read_session)")
+    show.add_argument("session_id")
+    show.add_argument("--after-seq", type=int, default=0)
+    show.add_argument("--limit", type=int, default=1000)
+    show.add_argument("--json", action="store_true")
+
+    sub.add_parser("demo", help="an end-to-end walk-through on the embedded default; run this first")
+
+    from .commands import agents
+
+    agents.add_parsers(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        return _dispatch(args)
+    except McpMemoryError as exc:
+        print(f"mcp-memory: {exc.render()}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    from .config import load_settings
+
+    settings = load_settings(dsn=args.dsn, environ=os.environ)
+    if args.command == "serve":
+        logging.getLogger().setLevel(logging.DEBUG if args.verbose else logging.INFO)
+        from .mcp.stdio import serve
+
+        serve(settings)
+        return 0
+    from .commands import agents, basic, db, demo, doctor
+
+    handlers = {
+        "db": db.run,
+        "doctor": doctor.run,
+        "schema": basic.schema,
+        "snapshot": basic.snapshot,
+        "fork": basic.fork,
+        "sessions": basic.sessions,
+        "show": basic.show,
+        "demo": demo.run,
+        **agents.handlers(),
+    }
+    return handlers[args.command](settings, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

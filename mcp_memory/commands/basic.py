@@ -1,0 +1,78 @@
+"""Small commands: schema, snapshot, fork, sessions, show."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ..config import Settings
+from ..models import json_schema
+from .output import print_json, service
+
+
+def schema(settings: Settings, args: argparse.Namespace) -> int:
+    print(json.dumps(json_schema(), indent=2, ensure_ascii=False))
+    return 0
+
+
+def snapshot(settings: Settings, args: argparse.Namespace) -> int:
+    with service(settings) as svc:
+        snap = svc.create_snapshot(args.session_id, args.message)
+    if args.json:
+        print_json(snap)
+    else:
+        print(f"snapshot {snap.snapshot_id}: {snap.session_id} up to seq {snap.up_to_seq}")
+    return 0
+
+
+def fork(settings: Settings, args: argparse.Namespace) -> int:
+    meta = {k: v for k, v in (("agent_source", args.agent), ("title", args.title)) if v}
+    with service(settings) as svc:
+        forked = svc.load_snapshot(args.snapshot_id, meta)
+    if args.json:
+        print_json(forked)
+    else:
+        print(f"forked snapshot {forked.parent_snapshot_id} into new session {forked.session_id}")
+    return 0
+
+
+def sessions(settings: Settings, args: argparse.Namespace) -> int:
+    with service(settings) as svc:
+        page = svc.list_sessions(project_id=args.project, agent_source=args.agent, limit=args.limit)
+    if args.json:
+        print_json(page)
+        return 0
+    for s in page.sessions:
+        lineage = f" (fork of {s.parent_session_id} @ {s.fork_seq})" if s.parent_session_id else ""
+        print(f"{s.session_id}  {s.project_id:<20} {s.agent_source or '-':<12} {s.last_seq:>6} msgs  "
+              f"{s.created_at}  {s.title or ''}{lineage}")
+    if not page.sessions:
+        print("no sessions")
+    return 0
+
+
+def show(settings: Settings, args: argparse.Namespace) -> int:
+    with service(settings) as svc:
+        page = svc.read_session(args.session_id, after_seq=args.after_seq, limit=args.limit)
+    if args.json:
+        print_json(page)
+        return 0
+    for m in page.messages:
+        print(render_message(m))
+    if page.has_more:
+        print(f"… more: mcp-memory show {args.session_id} --after-seq {page.next_after_seq}")
+    return 0
+
+
+def render_message(m) -> str:
+    text = m.content if isinstance(m.content, str) else " ".join(
+        getattr(p, "text", f"[{p.type}]") for p in (m.content or [])
+    )
+    lines = [f"#{m.seq} {m.role}{' (inherited)' if m.inherited_from else ''}: {text or ''}".rstrip()]
+    if m.thinking and m.thinking.content and not m.thinking.encrypted:
+        lines.append(f"    thinking: {m.thinking.content[:200]}")
+    for call in m.tool_calls or []:
+        lines.append(f"    → {call.function.name}({call.function.arguments[:200]}) [{call.id}]")
+    if m.tool_call_id:
+        lines[0] = f"#{m.seq} tool result for {m.tool_call_id}: {text[:300]}"
+    return "\n".join(lines)

@@ -1,0 +1,101 @@
+"""`mcp-memory doctor`: each check says what is wrong and what to do; non-zero exit on any failure."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..config import Settings
+from ..errors import McpMemoryError
+from ..store import migrate
+from ..store.db import Database
+from .output import print_json
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+
+def run(settings: Settings, args: argparse.Namespace) -> int:
+    checks: list[Check] = [_config_check(settings)]
+    database: dict[str, Any] = {"kind": "embedded" if settings.embedded else "external",
+                                "dsn": settings.describe_dsn(), "server_version": None,
+                                "schema_version": None, "pgvector": None}
+    db = Database(settings, application_name="mcp-memory doctor")
+    try:
+        if settings.embedded:
+            db.ensure_schema()  # the embedded default is always migrated on first use
+        with db.connect(autocommit=True) as conn:
+            database["dsn"] = db.masked_dsn()
+            database["server_version"] = conn.execute("SHOW server_version").fetchone()[0]
+            checks.append(Check("database", True, f"connected to PostgreSQL {database['server_version']}"))
+            checks.append(_schema_check(conn, database))
+            checks.append(_pgvector_check(conn, database))
+    except McpMemoryError as exc:
+        hint = ("the embedded server could not start; see its log under " + str(settings.embedded_dir)
+                if settings.embedded else "check the DSN, the network and the password (keyring or MCP_MEMORY_PASSWORD)")
+        checks.append(Check("database", False, f"{exc} — {hint}"))
+    checks.append(_keyring_check())
+    checks.append(_archive_check(settings))
+    failed = [c for c in checks if not c.ok]
+    if args.json:
+        print_json({"database": database, "checks": [c.__dict__ for c in checks]})
+    else:
+        print(f"database: {database['kind']} {database['dsn']}")
+        for c in checks:
+            print(f"  [{'ok' if c.ok else 'FAIL'}] {c.name}: {c.detail}")
+    return 1 if failed else 0
+
+
+def _config_check(settings: Settings) -> Check:
+    source = {"flag": "--dsn", "env": "MCP_MEMORY_DSN", "config": f"config file {settings.config_path}",
+              "embedded": "nothing configured: embedded default"}[settings.dsn_source]
+    where = f"config file {settings.config_path}" if settings.config_path else "no config file"
+    return Check("config", True, f"database from {source}; {where}; data dir {settings.data_dir}")
+
+
+def _schema_check(conn, database: dict[str, Any]) -> Check:
+    version = migrate.current_version(conn)
+    latest = migrate.latest_version()
+    database["schema_version"] = version
+    if version >= latest:
+        return Check("schema", True, f"version {version} (latest)")
+    return Check("schema", False, f"version {version}, latest is {latest}: run `mcp-memory db migrate`")
+
+
+def _pgvector_check(conn, database: dict[str, Any]) -> Check:
+    row = conn.execute(
+        "SELECT default_version, installed_version FROM pg_available_extensions WHERE name = 'vector'"
+    ).fetchone()
+    database["pgvector"] = row is not None
+    if row is None:
+        return Check("pgvector", True, "not available on this server: semantic search is off, full-text search works")
+    return Check("pgvector", True, f"available (version {row[0]})")
+
+
+def _keyring_check() -> Check:
+    try:
+        import keyring
+
+        backend = keyring.get_keyring()
+        name = type(backend).__name__
+    except Exception as exc:  # keyring raises many backend-specific errors on headless hosts
+        return Check("keyring", True, f"no usable keyring ({exc}); passwords come from env or the DSN")
+    if name in ("FailKeyring", "NullKeyring") or "fail" in name.lower():
+        return Check("keyring", True, "no keyring backend on this host; passwords come from env or the DSN")
+    return Check("keyring", True, f"backend {name}")
+
+
+def _archive_check(settings: Settings) -> Check:
+    repo = settings.archive.get("repo")
+    if not repo:
+        return Check("archive", True, "no archive repo configured (only the archiver host needs one)")
+    path = Path(str(repo)).expanduser()
+    if (path / ".git").exists() or (path / "HEAD").exists():
+        return Check("archive", True, f"repo {path}")
+    return Check("archive", False, f"archive repo {path} is not a git repository: run `mcp-memory archive --once`")

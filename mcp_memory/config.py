@@ -1,0 +1,134 @@
+"""Configuration, resolved in one place (CONTRACT §1).
+
+Database: `--dsn` > env `MCP_MEMORY_DSN` > config file > the embedded default.
+Config file: env `MCP_MEMORY_CONFIG`, else `<user config dir>/mcp-memory/config.toml`.
+`MCP_MEMORY_HOME` replaces both the user config dir and the user data dir.
+Nothing else in the package reads environment variables for its own settings.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from .errors import ConfigError
+from .models import DEFAULT_MAX_MESSAGE_BYTES
+from .credentials import mask_dsn
+
+APP = "mcp-memory"
+KEYRING_SERVICE = "mcp-memory"
+
+DsnSource = Literal["flag", "env", "config", "embedded"]
+
+
+@dataclass(frozen=True)
+class Settings:
+    dsn: str | None  # None: use the embedded server
+    dsn_source: DsnSource
+    config_dir: Path
+    data_dir: Path
+    config_path: Path | None  # the file that was read, if any
+    pool_min: int = 1
+    pool_max: int = 4
+    connect_timeout: float = 5.0
+    auto_migrate: bool = True
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    password: str | None = None  # from env or keyring, never logged
+    archive: dict[str, Any] = field(default_factory=dict)
+    raw: dict[str, Any] = field(default_factory=dict)  # whole config file, for later sections
+
+    @property
+    def embedded(self) -> bool:
+        return self.dsn is None
+
+    @property
+    def embedded_dir(self) -> Path:
+        return self.data_dir / "pg"
+
+    def describe_dsn(self) -> str:
+        return "embedded" if self.dsn is None else mask_dsn(self.dsn)
+
+
+def user_dirs(environ: Mapping[str, str]) -> tuple[Path, Path]:
+    """(config dir, data dir) for this profile."""
+    home = environ.get("MCP_MEMORY_HOME")
+    if home:
+        base = Path(home).expanduser().resolve() / APP
+        return base, base
+    import platformdirs
+
+    return (
+        Path(platformdirs.user_config_dir(APP, appauthor=False)),
+        Path(platformdirs.user_data_dir(APP, appauthor=False)),
+    )
+
+
+def load_settings(*, dsn: str | None = None, environ: Mapping[str, str] | None = None) -> Settings:
+    environ = os.environ if environ is None else environ
+    config_dir, data_dir = user_dirs(environ)
+    config_path = _config_path(environ, config_dir)
+    raw = _read_config(config_path) if config_path else {}
+    database = _section(raw, "database")
+    limits = _section(raw, "limits")
+
+    source: DsnSource
+    if dsn:
+        source = "flag"
+    elif environ.get("MCP_MEMORY_DSN"):
+        dsn, source = environ["MCP_MEMORY_DSN"], "env"
+    elif database.get("dsn"):
+        dsn, source = str(database["dsn"]), "config"
+    else:
+        dsn, source = None, "embedded"
+
+    return Settings(
+        dsn=dsn,
+        dsn_source=source,
+        config_dir=config_dir,
+        data_dir=data_dir,
+        config_path=config_path,
+        pool_min=_int(database, "pool_min", 1, minimum=0),
+        pool_max=_int(database, "pool_max", 4, minimum=1),
+        connect_timeout=float(database.get("connect_timeout", 5.0)),
+        auto_migrate=bool(database.get("auto_migrate", True)),
+        max_message_bytes=_int(limits, "max_message_bytes", DEFAULT_MAX_MESSAGE_BYTES, minimum=1024),
+        password=environ.get("MCP_MEMORY_PASSWORD") or None,
+        archive=_section(raw, "archive"),
+        raw=raw,
+    )
+
+
+def _config_path(environ: Mapping[str, str], config_dir: Path) -> Path | None:
+    explicit = environ.get("MCP_MEMORY_CONFIG")
+    if explicit:
+        path = Path(explicit).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"MCP_MEMORY_CONFIG points to {path}, which is not a file")
+        return path
+    path = config_dir / "config.toml"
+    return path if path.is_file() else None
+
+
+def _read_config(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from None
+
+
+def _section(raw: dict[str, Any], name: str) -> dict[str, Any]:
+    value = raw.get(name, {})
+    if not isinstance(value, dict):
+        raise ConfigError(f"config: [{name}] must be a table")
+    return value
+
+
+def _int(section: dict[str, Any], key: str, default: int, *, minimum: int) -> int:
+    value = section.get(key, default)
+    if not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"config: {key} must be an integer ≥ {minimum}, got {value!r}")
+    return value

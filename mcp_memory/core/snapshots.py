@@ -1,0 +1,73 @@
+"""Snapshots are pointers (session, up_to_seq); forks are new sessions that share history."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..errors import Invalid, NotFound
+from ..records import Forked, Snapshot
+from ..store.db import Database
+from ..store.repo import Store
+from .sessions import check_meta, new_session_id
+
+MAX_COMMIT_MSG = 10_000
+
+
+def create(db: Database, session_id: str, commit_msg: str, meta: dict[str, Any] | None = None) -> Snapshot:
+    """The pointer, its export job and the archiver's wake-up NOTIFY, in one transaction."""
+    if not isinstance(commit_msg, str):
+        raise Invalid("commit_msg must be a string")
+    if len(commit_msg) > MAX_COMMIT_MSG:
+        raise Invalid(f"commit_msg must be at most {MAX_COMMIT_MSG} characters")
+    with db.transaction() as conn:
+        store = Store(conn)
+        snapshot = store.insert_snapshot(session_id, commit_msg, check_meta(meta))
+        if snapshot is None:
+            raise NotFound(f"session {session_id} does not exist")
+        job_id = store.insert_export_job(snapshot)
+        store.notify_export(json.dumps({"job_id": job_id, "snapshot_id": snapshot.snapshot_id}))
+    return snapshot
+
+
+def list_(db: Database, session_id: str) -> list[Snapshot]:
+    with db.transaction() as conn:
+        store = Store(conn)
+        if store.get_session(session_id) is None:
+            raise NotFound(f"session {session_id} does not exist")
+        return store.list_snapshots(session_id)
+
+
+def fork(db: Database, snapshot_id: Any, meta: dict[str, Any] | None = None) -> Forked:
+    """Always a NEW session: the parent's history up to the snapshot, then its own (zero-copy)."""
+    snapshot_id = check_snapshot_id(snapshot_id)
+    meta = {k: v for k, v in check_meta(meta).items() if v is not None}
+    with db.transaction() as conn:
+        store = Store(conn)
+        snapshot = store.get_snapshot(snapshot_id)
+        if snapshot is None:
+            raise NotFound(f"snapshot {snapshot_id} does not exist")
+        parent = store.get_session(snapshot.session_id)
+        assert parent is not None  # foreign key
+        merged = {**parent.meta, **meta, "forked_from": {"session_id": parent.session_id,
+                                                          "snapshot_id": snapshot_id,
+                                                          "seq": snapshot.up_to_seq}}
+        child = store.insert_session(
+            session_id=new_session_id(),
+            project_id=parent.project_id,
+            agent_source=merged.get("agent_source"),
+            title=merged.get("title"),
+            meta=merged,
+            parent_session_id=parent.session_id,
+            fork_seq=snapshot.up_to_seq,
+            parent_snapshot_id=snapshot_id,
+        )
+    return Forked(session_id=child.session_id, parent_snapshot_id=snapshot_id)
+
+
+def check_snapshot_id(value: Any) -> int:
+    if isinstance(value, str) and value.removeprefix("snapshot-").isdigit():
+        value = int(value.removeprefix("snapshot-"))
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise Invalid("snapshot_id must be a positive integer")
+    return value

@@ -1,0 +1,141 @@
+"""Connection management: resolve the database (embedded or external), open the pool lazily,
+migrate when needed, and translate driver errors into the package's error hierarchy once."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from ..config import Settings
+from ..credentials import mask_dsn, with_password
+from ..errors import McpMemoryError, Unavailable
+from . import embedded, migrate
+
+log = logging.getLogger(__name__)
+
+
+class Database:
+    """One per process. Thread-safe; nothing touches the network until first use."""
+
+    def __init__(self, settings: Settings, *, application_name: str = "mcp-memory") -> None:
+        self.settings = settings
+        self.application_name = application_name
+        self._lock = threading.Lock()
+        self._pool: ConnectionPool | None = None
+        self._dsn: str | None = None
+
+    @property
+    def kind(self) -> str:
+        return "embedded" if self.settings.embedded else "external"
+
+    def dsn(self) -> str:
+        """The DSN in use (starting the embedded server if that is the database), password included."""
+        if self._dsn is None:
+            if self.settings.embedded:
+                base = embedded.ensure_running(self.settings.embedded_dir)
+            else:
+                base = self.settings.dsn or ""
+            self._dsn = with_password(base, self.settings.password)
+        return self._dsn
+
+    def masked_dsn(self) -> str:
+        return mask_dsn(self._dsn) if self._dsn else self.settings.describe_dsn()
+
+    def connect(self, **kwargs: object) -> psycopg.Connection:
+        """A direct connection (not pooled): for LISTEN, advisory locks, migrations, admin work."""
+        with translate_errors():
+            return psycopg.connect(
+                self.dsn(),
+                connect_timeout=max(1, int(self.settings.connect_timeout)),
+                application_name=self.application_name,
+                **kwargs,
+            )
+
+    def pool(self) -> ConnectionPool:
+        with self._lock:
+            if self._pool is None:
+                self._pool = self._open_pool()
+            return self._pool
+
+    def _open_pool(self) -> ConnectionPool:
+        with translate_errors():
+            dsn = self.dsn()
+            self.ensure_schema()
+            pool = ConnectionPool(
+                dsn,
+                min_size=self.settings.pool_min,
+                max_size=max(self.settings.pool_max, self.settings.pool_min, 1),
+                timeout=self.settings.connect_timeout,
+                open=False,
+                check=ConnectionPool.check_connection,
+                kwargs={
+                    "application_name": self.application_name,
+                    "connect_timeout": max(1, int(self.settings.connect_timeout)),
+                },
+                name="mcp-memory",
+            )
+            pool.open(wait=False)
+            return pool
+
+    def ensure_schema(self) -> None:
+        """Apply pending migrations when auto_migrate is on (always for the embedded default)."""
+        with translate_errors():
+            dsn = self.dsn()
+            with psycopg.connect(dsn, autocommit=True, connect_timeout=5) as conn:
+                if migrate.current_version(conn) >= migrate.latest_version():
+                    return
+            if not (self.settings.auto_migrate or self.settings.embedded):
+                raise Unavailable("the database schema is not up to date: run `mcp-memory db migrate`")
+            applied = migrate.migrate(dsn)
+        if applied:
+            log.info("applied %d migration(s) to %s", len(applied), mask_dsn(dsn))
+
+    def reset(self) -> None:
+        """Forget the pool and DSN after a failure, so the next call reconnects (or restarts the
+        embedded server) instead of waiting on a pool that lost its server."""
+        with self._lock:
+            pool, self._pool, self._dsn = self._pool, None, None
+        if pool is not None:
+            pool.close(timeout=0)
+
+    @contextmanager
+    def transaction(self) -> Iterator[psycopg.Connection]:
+        """A pooled connection inside one transaction (committed on success, rolled back on error)."""
+        try:
+            with translate_errors():
+                with self.pool().connection() as conn:
+                    yield conn
+        except Unavailable:
+            self.reset()
+            raise
+
+    def close(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+
+
+@contextmanager
+def translate_errors() -> Iterator[None]:
+    """Driver failures → McpMemoryError, once, with the cause attached."""
+    try:
+        yield
+    except McpMemoryError:
+        raise
+    except PoolTimeout as exc:
+        raise Unavailable("database unreachable, retry later (no connection within the timeout)") from exc
+    except psycopg.errors.UndefinedTable as exc:
+        raise Unavailable(f"the database schema is missing ({exc.diag.message_primary}): run `mcp-memory db migrate`") from exc
+    except psycopg.errors.InsufficientPrivilege as exc:
+        from ..errors import Forbidden
+
+        raise Forbidden(exc.diag.message_primary or "permission denied") from exc
+    except psycopg.OperationalError as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise Unavailable(f"database unreachable, retry later ({mask_dsn(reason)})") from exc
