@@ -191,7 +191,7 @@ def describe_validation_error(exc: ValidationError, *, prefix: str) -> str:
         error["loc"] = tuple(p for p in error["loc"] if not _is_union_tag(p))
         location = ".".join(str(p) for p in (prefix, *error["loc"]) if p != "")
         message = error["msg"].removeprefix("Value error, ").replace("Input should be", "must be")
-        if not error["loc"]:  # model-level rule: the message starts with the field it is about
+        if message.split(" ", 1)[0] in MessageIn.model_fields:  # a model-level rule names its field first
             parts.append(f"{location}.{message}")
             continue
         if error["type"] == "literal_error" and error["loc"] and error["loc"][-1] == "role":

@@ -109,7 +109,9 @@ def chain_uuids(lines: list[Line], report: MappingReport, anchor: str | None) ->
             parent = current.record["logicalParentUuid"]  # compaction root: keep the history before it
         current = by_uuid.get(parent)
         if current is None and parent is not None and parent != anchor:
-            report.note(f"chain starts at parentUuid {parent}, which is not in the file (truncated transcript)")
+            report.note(
+                f"chain starts at parentUuid {parent}, which is not in the file (truncated transcript)"
+            )
     return chain
 
 
@@ -150,7 +152,9 @@ class MessageBuilder:
             sub = inner if isinstance(inner, str) else inner.get("type") if isinstance(inner, dict) else None
             kind = f"{kind}/{sub}" if sub else kind
         if line.type in MESSAGE_TYPES:
-            self.report.transform(f"{line.type} line off the conversation chain (fork/rewind), kept as native only")
+            self.report.transform(
+                f"{line.type} line off the conversation chain (fork/rewind), kept as native only"
+            )
         elif line.type in KNOWN_TYPES:
             self.report.transform(f"{kind} line kept as native only")
         else:
@@ -167,7 +171,9 @@ class MessageBuilder:
             return
         self._flush_group()
         if message_id == self.state.last_message_id and not self.messages:
-            self.report.note("an assistant message continued after the previous sync; its rest is a second message")
+            self.report.note(
+                "an assistant message continued after the previous sync; its rest is a second message"
+            )
         self.group = [record]
 
     def _flush_group(self) -> None:
@@ -215,7 +221,7 @@ def _time(record: dict[str, Any]) -> datetime | None:
     if not isinstance(value, str):
         return None
     try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        parsed = datetime.fromisoformat(value)
     except ValueError:
         return None
     return parsed if parsed.tzinfo else None
@@ -270,7 +276,9 @@ def _assistant_extras(lines: list[dict[str, Any]]) -> dict[str, Any]:
     message = last.get("message") or {}
     if message.get("usage"):
         extras["usage"] = message["usage"]  # repeated on every line of the message: taken once
-    stop = next((ln["message"].get("stop_reason") for ln in reversed(lines) if ln["message"].get("stop_reason")), None)
+    stop = next(
+        (ln["message"].get("stop_reason") for ln in reversed(lines) if ln["message"].get("stop_reason")), None
+    )
     if stop:
         extras["stop_reason"] = stop
     if message.get("model") == "<synthetic>":
@@ -282,7 +290,11 @@ def _assistant_extras(lines: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _tool_call(block: dict[str, Any]) -> dict[str, Any]:
     arguments = json.dumps(block.get("input") if block.get("input") is not None else {}, ensure_ascii=False)
-    return {"id": str(block.get("id")), "type": "function", "function": {"name": str(block.get("name")), "arguments": arguments}}
+    return {
+        "id": str(block.get("id")),
+        "type": "function",
+        "function": {"name": str(block.get("name")), "arguments": arguments},
+    }
 
 
 def _thinking(blocks: list[dict[str, Any]], report: MappingReport) -> dict[str, Any] | None:
@@ -308,7 +320,9 @@ def user_messages(record: dict[str, Any], report: MappingReport, state: ReadStat
     base = {"agent_source": AGENT}
     if isinstance(content, str) or content is None:
         metadata = {**base, **_user_kind(record, content or "")}
-        return [MessageIn(append_id=uuid, role="user", content=content or "", created_at=stamp, metadata=metadata)]
+        return [
+            MessageIn(append_id=uuid, role="user", content=content or "", created_at=stamp, metadata=metadata)
+        ]
     messages: list[MessageIn] = []
     parts: list[dict[str, Any]] = []
     for block in content:
@@ -330,7 +344,9 @@ def user_messages(record: dict[str, Any], report: MappingReport, state: ReadStat
 def _user_parts(parts: list[dict[str, Any]], record: dict[str, Any], stamp: datetime | None) -> MessageIn:
     text = "".join(p.get("text", "") for p in parts if p.get("type") == "text")
     metadata = {"agent_source": AGENT, **_user_kind(record, text)}
-    return MessageIn(append_id=record.get("uuid"), role="user", content=parts, created_at=stamp, metadata=metadata)
+    return MessageIn(
+        append_id=record.get("uuid"), role="user", content=parts, created_at=stamp, metadata=metadata
+    )
 
 
 def _user_kind(record: dict[str, Any], text: str) -> dict[str, Any]:

@@ -15,7 +15,7 @@ import copy
 import json
 import re
 import uuid as uuidlib
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..models import MessageIn
@@ -26,8 +26,6 @@ WRITE_VERSION = "2.1.328"  # the Claude Code version these rules were checked ag
 NAMESPACE = uuidlib.UUID("5b0f7e44-52c4-4c0e-9d53-2f0a2b7c7d11")
 TOOL_ID = re.compile(r"^[A-Za-z0-9_-]+$")
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
-TITLE_TYPES = ("custom-title", "ai-title")
-SIGNED_KINDS = ("thinking", "redacted_thinking")
 
 
 def is_uuid(value: str | None) -> bool:
@@ -45,12 +43,12 @@ def session_uuid(agent: str, native_id: str) -> str:
 
 
 def stamp(value: datetime) -> str:
-    return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
 
 
 def parse_stamp(value: Any) -> datetime | None:
     try:
-        parsed = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+        parsed = datetime.fromisoformat(str(value))
     except ValueError:
         return None
     return parsed if parsed.tzinfo else None
@@ -59,7 +57,9 @@ def parse_stamp(value: Any) -> datetime | None:
 class TranscriptWriter:
     """Accumulates the lines of one transcript, keeping the chain linear and the timestamps in order."""
 
-    def __init__(self, session: NeutralSession, session_id: str, options: WriteOptions, report: MappingReport):
+    def __init__(
+        self, session: NeutralSession, session_id: str, options: WriteOptions, report: MappingReport
+    ):
         self.session = session
         self.session_id = session_id
         self.options = options
@@ -92,6 +92,11 @@ class TranscriptWriter:
             index += 1
         self._close_calls()
 
+    def write_tail(self, records: list[dict[str, Any]]) -> None:
+        """The records that followed the last message in the original file."""
+        for record in records:
+            self._emit_record(record, required=False)
+
     def _native(self, messages: list[MessageIn], index: int) -> int:
         """Write a message read from Claude Code back as its original lines; returns messages consumed."""
         native = messages[index].metadata.get("native")
@@ -104,20 +109,23 @@ class TranscriptWriter:
         count = len(expected)
         actual = messages[index : index + count]
         if [_core(m) for m in expected] != [_core(m) for m in actual]:
-            self.report.transform("Claude Code message changed since it was read: written from neutral fields")
+            self.report.transform(
+                "Claude Code message changed since it was read: written from neutral fields"
+            )
             return 0
+        ancestors = _ancestors(lines, native.get("before") or [])
         for record in native.get("before") or []:
-            self._emit_record(record, required=False)
+            self._emit_record(record, required=False, side=record.get("uuid") not in ancestors)
         for record in lines:
             self._emit_record(record, required=record.get("type") in ("user", "assistant"))
         return count
 
     # -- native lines ------------------------------------------------------------------------------
 
-    def _emit_record(self, original: dict[str, Any], *, required: bool) -> None:
+    def _emit_record(self, original: dict[str, Any], *, required: bool, side: bool = False) -> None:
         record = copy.deepcopy(original)
-        if "uuid" in record and not self._link(record, required):
-            self.report.drop(f"{record.get('type')} line off the written chain")
+        if "uuid" in record and not self._link(record, required, side):
+            self.report.drop(f"{record.get('type')} line whose parent is not in the written file")
             return
         if "sessionId" in record and record["sessionId"] != self.session_id:
             record["sessionId"] = self.session_id
@@ -131,27 +139,45 @@ class TranscriptWriter:
         self._track(record)
         self.lines.append(record)
 
-    def _link(self, record: dict[str, Any], required: bool) -> bool:
+    def _link(self, record: dict[str, Any], required: bool, side: bool) -> bool:
+        """Keep the chain linear: message lines continue it; other lines may hang off a written line
+        (Claude Code writes progress lines as siblings of tool results) but never dangle."""
         parent = record.get("parentUuid")
         logical = record.get("logicalParentUuid")
-        linked = parent == self.last_uuid or (parent is None and logical is not None and logical == self.last_uuid)
-        if not linked:
-            if not required:
+        linked = parent == self.last_uuid or (
+            parent is None and logical is not None and logical == self.last_uuid
+        )
+        if not linked and self.last_uuid is None and parent not in self.used:
+            record["parentUuid"] = None  # the original's parent is not in the file: this line is the root
+            self.report.transform("parentUuid of the first line cleared (its parent was not in the file)")
+            linked = True
+        if side or (not linked and not required):
+            if parent not in self.used:
                 return False
+            self._unique(record)
+            return True  # a side branch of a written line, as Claude Code wrote it
+        if not linked:
             record["parentUuid"] = self.last_uuid
             self.report.transform("parentUuid relinked to keep one linear chain")
+        self._unique(record)
+        if record.get("type") in ("user", "assistant"):
+            self._in_order(record)
+        self.last_uuid = record["uuid"]
+        return True
+
+    def _unique(self, record: dict[str, Any]) -> None:
         if record["uuid"] in self.used:
             record["uuid"] = self._new_uuid(record["uuid"])
             self.report.transform("duplicate uuid replaced")
+        self.used.add(record["uuid"])
+
+    def _in_order(self, record: dict[str, Any]) -> None:
         when = parse_stamp(record.get("timestamp"))
         if when is None or (self.last_time and when < self.last_time):
             when = self._next_time(None)
             record["timestamp"] = stamp(when)
-            self.report.transform("timestamp moved forward to keep the chain in order")
+            self.report.transform("message timestamp moved forward to keep the messages in order")
         self.last_time = when
-        self.used.add(record["uuid"])
-        self.last_uuid = record["uuid"]
-        return True
 
     def _track(self, record: dict[str, Any]) -> None:
         message = record.get("message") or {}
@@ -199,7 +225,9 @@ class TranscriptWriter:
         record: dict[str, Any] = {"parentUuid": self.last_uuid, "isSidechain": self.sidechain}
         if self.sidechain and self.agent_id:
             record["agentId"] = self.agent_id
-        record.update({"userType": "external", "entrypoint": "cli", "cwd": self.cwd, "sessionId": self.session_id})
+        record.update(
+            {"userType": "external", "entrypoint": "cli", "cwd": self.cwd, "sessionId": self.session_id}
+        )
         record.update({"version": WRITE_VERSION, "gitBranch": self.session.meta.get("git_branch") or ""})
         record.update({"type": kind, "uuid": new_uuid, "timestamp": stamp(when)})
         self.used.add(new_uuid)
@@ -232,9 +260,12 @@ class TranscriptWriter:
             return {"type": "text", "text": part.get("text") or ""}
         if kind == "image_url":
             url = str((part.get("image_url") or {}).get("url") or "")
-            match = re.match(r"^data:([^;,]+);base64,(.*)$", url, re.S)
+            match = re.match(r"^data:([^;,]+);base64,(.*)$", url, re.DOTALL)
             if match:
-                return {"type": "image", "source": {"type": "base64", "media_type": match[1], "data": match[2]}}
+                return {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": match[1], "data": match[2]},
+                }
             return {"type": "image", "source": {"type": "url", "url": url}}
         if kind == "image":
             return dict(part)
@@ -259,7 +290,7 @@ class TranscriptWriter:
             self._user(f"(conversation imported from {self.session.agent})", None, index, meta=False)
         key = message.append_id or str(index)
         message_id = "msg_" + uuidlib.uuid5(NAMESPACE, f"{self.session_id}:{key}").hex[:24]
-        model = message.metadata.get("model") or "unknown"
+        model = message.metadata.get("model") or self.session.meta.get("model") or "unknown"
         stop = "tool_use" if message.tool_calls else "end_turn"
         for number, block in enumerate(blocks):
             record = self._envelope("assistant", message, f"{key}:block{number}")
@@ -301,7 +332,9 @@ class TranscriptWriter:
 
     def _tool_id(self, call_id: str) -> str:
         if call_id not in self.tool_ids:
-            safe = call_id if TOOL_ID.match(call_id) else "toolu_" + uuidlib.uuid5(NAMESPACE, call_id).hex[:24]
+            safe = (
+                call_id if TOOL_ID.match(call_id) else "toolu_" + uuidlib.uuid5(NAMESPACE, call_id).hex[:24]
+            )
             if safe != call_id:
                 self.report.transform("tool call id made valid for the Anthropic API")
             self.tool_ids[call_id] = safe
@@ -349,7 +382,7 @@ class TranscriptWriter:
     def _next_time(self, wanted: datetime | None) -> datetime:
         floor = self.last_time + timedelta(milliseconds=1) if self.last_time else None
         if wanted is None:
-            return floor or datetime.now(timezone.utc)
+            return floor or datetime.now(UTC)
         return max(wanted, floor) if floor else wanted
 
     def finish(self, title: str | None) -> None:
@@ -360,12 +393,15 @@ class TranscriptWriter:
             self.report.note("no plain user prompt: the resume picker lists the session by its title only")
         if self.sidechain:
             return
-        leaf = self.last_uuid
-        self.lines.append({"type": "last-prompt", "lastPrompt": self.last_prompt or title or "", "leafUuid": leaf,
-                           "sessionId": self.session_id})  # fmt: skip
         title = title or (self.first_prompt or "")[:80].strip() or "Imported session"
-        self.lines.append({"type": "custom-title", "customTitle": title, "sessionId": self.session_id})
-        self.report.synthesize("last-prompt and custom-title lines at the end (resume picker)")
+        closing = [
+            {"type": "last-prompt", "lastPrompt": self.last_prompt or title, "leafUuid": self.last_uuid,
+             "sessionId": self.session_id},
+            {"type": "custom-title", "customTitle": title, "sessionId": self.session_id},
+        ]  # fmt: skip
+        if self.lines[-2:] != closing:  # a file written by this writer already ends with them
+            self.lines.extend(closing)
+            self.report.synthesize("last-prompt and custom-title lines at the end (resume picker)")
 
 
 def _rebuild(lines: list[dict[str, Any]], native: dict[str, Any]) -> list[MessageIn]:
@@ -379,9 +415,23 @@ def _rebuild(lines: list[dict[str, Any]], native: dict[str, Any]) -> list[Messag
     return user_messages(user, report, state) if user else []
 
 
+def _ancestors(lines: list[dict[str, Any]], before: list[dict[str, Any]]) -> set[str]:
+    """uuids of the lines before a message that its first line descends from (its chain part)."""
+    by_uuid = {record.get("uuid"): record for record in before if record.get("uuid")}
+    found: set[str] = set()
+    current = by_uuid.get(lines[0].get("parentUuid")) if lines else None
+    while current is not None and current["uuid"] not in found:
+        found.add(current["uuid"])
+        parent = current.get("parentUuid") or current.get("logicalParentUuid")
+        current = by_uuid.get(parent)
+    return found
+
+
 def _core(message: MessageIn) -> tuple[Any, ...]:
     payload = message.payload()
-    return tuple(payload.get(key) for key in ("role", "content", "tool_calls", "tool_call_id", "thinking", "append_id"))
+    return tuple(
+        payload.get(key) for key in ("role", "content", "tool_calls", "tool_call_id", "thinking", "append_id")
+    )
 
 
 def _text_of(content: Any) -> str:

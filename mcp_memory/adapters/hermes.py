@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,13 +32,38 @@ from .openai_chat import message_from_openai, report_unwritten
 
 NAME = "hermes"
 CONTENT_JSON_PREFIX = "\x00json:"
-JSON_COLUMNS = ("tool_calls", "reasoning_details", "codex_reasoning_items", "codex_message_items", "display_metadata")
+JSON_COLUMNS = (
+    "tool_calls",
+    "reasoning_details",
+    "codex_reasoning_items",
+    "codex_message_items",
+    "display_metadata",
+)
 MAPPED_MESSAGE_COLUMNS = {
-    "id", "session_id", "role", "content", "tool_call_id", "tool_calls", "tool_name", "timestamp",
-    "reasoning", "reasoning_content", "active", "compacted", "message_uid",
+    "id",
+    "session_id",
+    "role",
+    "content",
+    "tool_call_id",
+    "tool_calls",
+    "tool_name",
+    "timestamp",
+    "reasoning",
+    "reasoning_content",
+    "active",
+    "compacted",
+    "message_uid",
 }
 MAPPED_SESSION_COLUMNS = {
-    "id", "source", "model", "title", "cwd", "started_at", "parent_session_id", "system_prompt", "messages",
+    "id",
+    "source",
+    "model",
+    "title",
+    "cwd",
+    "started_at",
+    "parent_session_id",
+    "system_prompt",
+    "messages",
 }
 DEFAULT_ROW_VALUES = (None, 0, "", [], {})
 RESUME_NOTE = (
@@ -106,7 +131,9 @@ def _read_db(path: Path) -> list[dict[str, Any]]:
             record = dict(row)
             if not record.get("system_prompt") and record.get("system_prompt_hash") in prompts:
                 record["system_prompt"] = prompts[record["system_prompt_hash"]]
-            rows = connection.execute("SELECT * FROM messages WHERE session_id = ? ORDER BY id", (record["id"],))
+            rows = connection.execute(
+                "SELECT * FROM messages WHERE session_id = ? ORDER BY id", (record["id"],)
+            )
             record["messages"] = [_decode_row(dict(message)) for message in rows]
             records.append(record)
         return records
@@ -115,14 +142,16 @@ def _read_db(path: Path) -> list[dict[str, Any]]:
 
 
 def _system_prompts(connection: sqlite3.Connection) -> dict[str, str]:
-    return {row["hash"]: row["prompt"] for row in connection.execute("SELECT hash, prompt FROM system_prompts")}
+    return {
+        row["hash"]: row["prompt"] for row in connection.execute("SELECT hash, prompt FROM system_prompts")
+    }
 
 
 def _decode_row(row: dict[str, Any]) -> dict[str, Any]:
     """A stored message row in the export's shape: content decoded, JSON columns parsed."""
     content = row.get("content")
     if isinstance(content, str) and content.startswith(CONTENT_JSON_PREFIX):
-        row["content"] = json.loads(content[len(CONTENT_JSON_PREFIX):])
+        row["content"] = json.loads(content[len(CONTENT_JSON_PREFIX) :])
     for column in JSON_COLUMNS:
         if isinstance(row.get(column), str):
             try:
@@ -150,7 +179,9 @@ def session_from_record(record: dict[str, Any], *, source_path: Path | None = No
         if message is not None:
             messages.append(message)
     if inactive:
-        report.transform("inactive (compacted) message rows (kept under meta.native, not in the transcript)", len(inactive))
+        report.transform(
+            "inactive (compacted) message rows (kept under meta.native, not in the transcript)", len(inactive)
+        )
     _count_unmapped(record, MAPPED_SESSION_COLUMNS, "session column", report)
     native = {key: value for key, value in record.items() if key != "messages"}
     native["inactive_messages"] = inactive
@@ -185,7 +216,9 @@ def _message_from_row(
         "tool_calls": row.get("tool_calls"),
         "tool_call_id": row.get("tool_call_id"),
         "name": row.get("tool_name") if role == "tool" else None,
-        "reasoning_content": (row.get("reasoning") or row.get("reasoning_content")) if role == "assistant" else None,
+        "reasoning_content": (row.get("reasoning") or row.get("reasoning_content"))
+        if role == "assistant"
+        else None,
     }
     message = message_from_openai(
         {key: value for key, value in openai_shaped.items() if value is not None},
@@ -204,13 +237,15 @@ def _message_from_row(
 
 def _count_unmapped(row: dict[str, Any], mapped: set[str], label: str, report: MappingReport) -> None:
     for column, value in row.items():
-        if column not in mapped and not any(value is default or value == default for default in DEFAULT_ROW_VALUES):
+        if column not in mapped and not any(
+            value is default or value == default for default in DEFAULT_ROW_VALUES
+        ):
             report.transform(f"{label} {column} (kept under native)")
 
 
 def _datetime(epoch: Any) -> datetime | None:
     if isinstance(epoch, int | float) and epoch > 0:
-        return datetime.fromtimestamp(epoch, tz=timezone.utc)
+        return datetime.fromtimestamp(epoch, tz=UTC)
     return None
 
 
@@ -222,27 +257,37 @@ def _rfc3339(epoch: Any) -> str | None:
 # --- writing -------------------------------------------------------------------------------------
 
 
-def record_from_session(session: NeutralSession, *, options: WriteOptions, report: MappingReport) -> dict[str, Any]:
+def record_from_session(
+    session: NeutralSession, *, options: WriteOptions, report: MappingReport
+) -> dict[str, Any]:
     """Neutral session → one export record, as `SessionDB.import_sessions` takes it."""
     native = dict(session.meta.get("native") or {}) if session.agent == NAME else {}
     inactive = native.pop("inactive_messages", [])
-    rows = _rows(session, report=report)
+    started = _epoch(session.meta.get("created_at")) or next(
+        (m.created_at.timestamp() for m in session.messages if m.created_at), None
+    )
+    if started is None:
+        started = datetime.now(UTC).timestamp()
+        report.synthesize("started_at (the time of writing; the source has no timestamps)")
+    rows = _rows(session, start=started, report=report)
     for row in inactive:  # put compacted rows back where their id places them
         position = next((i for i, other in enumerate(rows) if _after(other, row)), len(rows))
         rows.insert(position, row)
     if native:
         return {**native, "messages": rows}
-    return _new_session_row(session, rows, options=options, report=report)
+    return _new_session_row(session, rows, started=started, options=options, report=report)
 
 
 def _after(row: dict[str, Any], inactive: dict[str, Any]) -> bool:
-    return isinstance(row.get("id"), int) and isinstance(inactive.get("id"), int) and row["id"] > inactive["id"]
+    return (
+        isinstance(row.get("id"), int) and isinstance(inactive.get("id"), int) and row["id"] > inactive["id"]
+    )
 
 
-def _rows(session: NeutralSession, *, report: MappingReport) -> list[dict[str, Any]]:
+def _rows(session: NeutralSession, *, start: float, report: MappingReport) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     tool_names: dict[str, str] = {}
-    last_time = _epoch(session.meta.get("created_at"))
+    last_time = start
     for message in session.messages:
         native = message.metadata.get("native")
         if message.metadata.get("agent_source") == NAME and isinstance(native, dict):
@@ -252,21 +297,27 @@ def _rows(session: NeutralSession, *, report: MappingReport) -> list[dict[str, A
         row = _row_from_message(message, tool_names=tool_names, report=report)
         if row["timestamp"] is None:
             row["timestamp"] = last_time
-            report.synthesize("message timestamp (copied from the previous message)")
+            report.synthesize("message timestamp (the previous message's, or the session start)")
         last_time = row["timestamp"]
         rows.append(row)
     return rows
 
 
-def _row_from_message(message: MessageIn, *, tool_names: dict[str, str], report: MappingReport) -> dict[str, Any]:
+def _row_from_message(
+    message: MessageIn, *, tool_names: dict[str, str], report: MappingReport
+) -> dict[str, Any]:
     for call in message.tool_calls or []:
         tool_names[call.id] = call.function.name
     row: dict[str, Any] = {
         "role": message.role,
         "content": message.model_dump(mode="json", include={"content"})["content"],
         "tool_call_id": message.tool_call_id,
-        "tool_calls": [call.model_dump(mode="json") for call in message.tool_calls] if message.tool_calls else None,
-        "tool_name": (message.name or tool_names.get(message.tool_call_id or "")) if message.role == "tool" else None,
+        "tool_calls": [call.model_dump(mode="json") for call in message.tool_calls]
+        if message.tool_calls
+        else None,
+        "tool_name": (message.name or tool_names.get(message.tool_call_id or ""))
+        if message.role == "tool"
+        else None,
         "timestamp": message.created_at.timestamp() if message.created_at else None,
         "finish_reason": "tool_calls" if message.tool_calls else None,
         "reasoning": None,
@@ -287,10 +338,13 @@ def _row_from_message(message: MessageIn, *, tool_names: dict[str, str], report:
 
 
 def _new_session_row(
-    session: NeutralSession, rows: list[dict[str, Any]], *, options: WriteOptions, report: MappingReport
+    session: NeutralSession,
+    rows: list[dict[str, Any]],
+    *,
+    started: float,
+    options: WriteOptions,
+    report: MappingReport,
 ) -> dict[str, Any]:
-    started = _epoch(session.meta.get("created_at")) or next((r["timestamp"] for r in rows if r["timestamp"]), None)
-    started = started or datetime.now(timezone.utc).timestamp()
     session_id = hermes_session_id(started, session.agent, session.native_id)
     times = [row["timestamp"] for row in rows if row.get("timestamp")]
     report.synthesize("Hermes session id")
@@ -314,14 +368,14 @@ def _new_session_row(
 
 def hermes_session_id(started: float, agent: str, native_id: str) -> str:
     """`YYYYMMDD_HHMMSS_<6 hex>` like Hermes' CLI ids, deterministic for a given source session."""
-    stamp = datetime.fromtimestamp(started, tz=timezone.utc).strftime("%Y%m%d_%H%M%S")
+    stamp = datetime.fromtimestamp(started, tz=UTC).strftime("%Y%m%d_%H%M%S")
     return f"{stamp}_{stable_id(agent, native_id)[:6]}"
 
 
 def _epoch(value: Any) -> float | None:
     if isinstance(value, str):
         try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+            return datetime.fromisoformat(value).timestamp()
         except ValueError:
             return None
     return float(value) if isinstance(value, int | float) else None

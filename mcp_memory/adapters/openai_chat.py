@@ -79,7 +79,9 @@ class OpenAIChatAdapter(Adapter):
         envelope = (session.meta.get("native") or {}).get("envelope") if session.agent == NAME else None
         document: Any = {**envelope, "messages": messages} if envelope else messages
         out_dir.mkdir(parents=True, exist_ok=True)
-        native_id = session.native_id if session.agent == NAME else stable_id(session.agent, session.native_id)
+        native_id = (
+            session.native_id if session.agent == NAME else stable_id(session.agent, session.native_id)
+        )
         target = out_dir / f"{native_id}.json"
         target.write_text(json.dumps(document, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
         report.note("an OpenAI chat message list has no timestamps, ids or session metadata")
@@ -134,7 +136,10 @@ def _tool_calls(raw: Any, report: MappingReport) -> list[dict[str, Any]] | None:
         calls.append(
             {
                 "id": call.get("id") or f"call_{index}",
-                "function": {"name": function["name"], "arguments": json_arguments(function.get("arguments"), report)},
+                "function": {
+                    "name": function["name"],
+                    "arguments": json_arguments(function.get("arguments"), report),
+                },
             }
         )
     return calls or None

@@ -25,8 +25,8 @@ from typing import Any
 from ..models import format_time
 from . import opencode_native as native_io
 from .base import Adapter, MappingReport, NeutralSession, WriteOptions, WrittenSession
-from .opencode_read import AGENT, convert_message, is_settled, ms_to_datetime
 from .opencode_native import spawning_call_of
+from .opencode_read import AGENT, convert_message, is_settled, ms_to_datetime
 from .opencode_write import render
 
 IMPORTED = re.compile(r"Imported session:\s*(ses_[0-9A-Za-z]+)")
@@ -92,7 +92,12 @@ class OpenCodeAdapter(Adapter):
             return written
         result = subprocess.run(
             [binary, "import", str(written.files[0])],
-            cwd=cwd, env=dict(env), capture_output=True, text=True, timeout=120, check=False,
+            cwd=cwd,
+            env=dict(env),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
         )
         match = IMPORTED.search(result.stdout + result.stderr)
         if result.returncode != 0 or match is None:
@@ -227,19 +232,25 @@ def read_db_incremental(
             after = tuple(mark["after"]) if mark.get("after") else None
             messages = native_io.db_messages(connection, row["id"], after)  # type: ignore[arg-type]
             settled = _settled_prefix(messages)
-            new_mark = {"updated": activity if len(settled) == len(messages) else mark.get("updated", 0),
-                        "after": [settled[-1]["time_created"], settled[-1]["info"]["id"]] if settled else after}
+            new_mark = {
+                "updated": activity if len(settled) == len(messages) else mark.get("updated", 0),
+                "after": [settled[-1]["time_created"], settled[-1]["info"]["id"]] if settled else after,
+            }
             marks[row["id"]] = new_mark
             if settled:
                 sessions.append(_incremental_session(connection, row, settled, db_path))
     return sessions, {"version": 1, "sessions": marks}
 
 
-def _incremental_session(connection: Any, row: Any, messages: list[dict[str, Any]], db_path: Path) -> NeutralSession:
+def _incremental_session(
+    connection: Any, row: Any, messages: list[dict[str, Any]], db_path: Path
+) -> NeutralSession:
     native = native_io.db_native_session(connection, row, messages)
     session = to_neutral(native, db_path)
     if session.parent_native_id:
-        session.parent_tool_call_id = native_io.db_spawning_call(connection, session.parent_native_id, session.native_id)
+        session.parent_tool_call_id = native_io.db_spawning_call(
+            connection, session.parent_native_id, session.native_id
+        )
     return session
 
 

@@ -50,11 +50,12 @@ def load_export(path: Path) -> NativeSession:
 
 
 def check_export(data: Any, path: Path) -> None:
+    """ValueError (the adapters' "this is not a file I can read") for anything but a 1.x export."""
     if not isinstance(data, dict) or not isinstance(data.get("info"), dict):
-        raise ValueError(f"{path}: not an `opencode export` file (no top-level 'info' object)")
+        raise ValueError(f"{path}: not an `opencode export` file (no top-level 'info' object)")  # noqa: TRY004
     messages = data.get("messages")
     if not isinstance(messages, list):
-        raise ValueError(f"{path}: not an `opencode export` file (no 'messages' list)")
+        raise ValueError(f"{path}: not an `opencode export` file (no 'messages' list)")  # noqa: TRY004
     typed = any(isinstance(m, dict) and "type" in m and "info" not in m for m in messages)
     if "location" in data["info"] or typed:
         raise ValueError(
@@ -146,7 +147,9 @@ def db_session_rows(connection: sqlite3.Connection, session_id: str | None = Non
 
 
 def db_child_ids(connection: sqlite3.Connection, session_id: str) -> list[str]:
-    rows = connection.execute("SELECT id FROM session WHERE parent_id = ? ORDER BY time_created, id", (session_id,))
+    rows = connection.execute(
+        "SELECT id FROM session WHERE parent_id = ? ORDER BY time_created, id", (session_id,)
+    )
     return [row["id"] for row in rows]
 
 
@@ -227,11 +230,15 @@ def db_messages(
     messages = []
     for row in rows:
         info = {**_json_object(row["data"]), "id": row["id"], "sessionID": session_id}
-        messages.append({"info": info, "parts": parts.get(row["id"], []), "time_created": row["time_created"]})
+        messages.append(
+            {"info": info, "parts": parts.get(row["id"], []), "time_created": row["time_created"]}
+        )
     return messages
 
 
-def _db_parts(connection: sqlite3.Connection, session_id: str, message_ids: list[str]) -> dict[str, list[Any]]:
+def _db_parts(
+    connection: sqlite3.Connection, session_id: str, message_ids: list[str]
+) -> dict[str, list[Any]]:
     wanted = set(message_ids)
     parts: dict[str, list[Any]] = {}
     if not wanted:
@@ -250,7 +257,7 @@ def db_todos(connection: sqlite3.Connection, session_id: str) -> list[dict[str, 
     if "position" not in table_columns(connection, "todo"):
         return None
     rows = connection.execute("SELECT * FROM todo WHERE session_id = ? ORDER BY position", (session_id,))
-    todos = [{k: row[k] for k in ("content", "status", "priority") if k in row.keys()} for row in rows]
+    todos = [{k: row[k] for k in ("content", "status", "priority") if k in row} for row in rows]
     return todos or None
 
 
@@ -302,7 +309,7 @@ def db_last_activity(connection: sqlite3.Connection, row: sqlite3.Row) -> int:
     latest = [row["time_updated"] or 0]
     for table in ("message", "part"):
         value = connection.execute(
-            f"SELECT max(time_updated) FROM {table} WHERE session_id = ?", (row["id"],)  # noqa: S608
+            f"SELECT max(time_updated) FROM {table} WHERE session_id = ?", (row["id"],)
         ).fetchone()[0]
         latest.append(value or 0)
     return max(latest)

@@ -14,7 +14,7 @@ by a `{"id", "type": "tool", "callID"}` reference; the full tool part sits on it
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from ..models import MessageIn
@@ -29,7 +29,7 @@ METADATA_ONLY_PARTS = ("step-start", "snapshot", "patch", "agent", "retry")
 def ms_to_datetime(value: Any) -> datetime | None:
     if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
         return None
-    return datetime.fromtimestamp(value / 1000, tz=timezone.utc)
+    return datetime.fromtimestamp(value / 1000, tz=UTC)
 
 
 def convert_message(native: dict[str, Any], report: MappingReport) -> list[MessageIn]:
@@ -137,7 +137,9 @@ def _compact_content(content: list[dict[str, Any]]) -> str | list[dict[str, Any]
 # --- assistant -------------------------------------------------------------------------------------
 
 
-def _assistant_messages(info: dict[str, Any], parts: list[dict[str, Any]], report: MappingReport) -> list[MessageIn]:
+def _assistant_messages(
+    info: dict[str, Any], parts: list[dict[str, Any]], report: MappingReport
+) -> list[MessageIn]:
     texts: list[dict[str, Any]] = []
     reasoning: list[dict[str, Any]] = []
     tools: list[dict[str, Any]] = []
@@ -211,7 +213,11 @@ def _tool_call(part: dict[str, Any], report: MappingReport) -> dict[str, Any]:
         report.transform("tool input that is not an object → arguments as given")
     report.transform("part type: tool → tool_call + tool message")
     name = str(part.get("tool") or "unknown")
-    return {"id": part["callID"], "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+    return {
+        "id": part["callID"],
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(arguments)},
+    }
 
 
 def _tool_result(part: dict[str, Any], fallback_ms: Any, report: MappingReport) -> MessageIn:

@@ -15,61 +15,17 @@ converter gotchas 4–9; checked by importing into OpenCode 1.18.33 (tests/inter
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
-from ..models import MessageIn
+from ..models import MessageIn, ToolCall
 from .base import MappingReport, NeutralSession, WriteOptions
-from .opencode_read import AGENT, INTERRUPTED
+from .opencode_ids import IdMinter
+from .opencode_read import AGENT
+from .opencode_tools import guess_provider, to_ms, tokens_from_usage, tool_part
 
 TARGET_VERSION = "1.18.33"
 DEFAULT_AGENT = "build"
-BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-MASK48 = (1 << 48) - 1
-TOOL_NAMES = {  # other agents' tool names → OpenCode's built-in ones
-    "Bash": "bash", "shell": "bash", "run_shell_command": "bash", "exec_command": "bash",
-    "Read": "read", "read_file": "read", "Edit": "edit", "MultiEdit": "edit", "replace": "edit",
-    "Write": "write", "write_file": "write", "Glob": "glob", "Grep": "grep", "search_file_content": "grep",
-    "LS": "list", "list_directory": "list", "Task": "task", "TodoWrite": "todowrite",
-    "WebFetch": "webfetch", "web_fetch": "webfetch",
-}
-PROVIDERS = (("claude", "anthropic"), ("gpt", "openai"), ("o1", "openai"), ("o3", "openai"),
-             ("o4", "openai"), ("codex", "openai"), ("gemini", "google"), ("deepseek", "deepseek"))
-
-
-@dataclass
-class IdMinter:
-    """OpenCode-style ids: 12 hex of the 48-bit `ms·4096 + n`, then 14 base62 from a seed."""
-
-    seed: str
-    last: int = 0
-    count: int = 0
-
-    def observe(self, native_id: Any) -> None:
-        if isinstance(native_id, str) and "_" in native_id:
-            try:
-                self.last = max(self.last, int(native_id.split("_", 1)[1][:12], 16))
-            except ValueError:
-                pass
-
-    def ascending(self, prefix: str, ms: int) -> str:
-        self.last = max((ms * 0x1000) & MASK48, self.last + 1) & MASK48
-        return f"{prefix}_{self.last:012x}{self._random()}"
-
-    def descending(self, prefix: str, ms: int) -> str:
-        return f"{prefix}_{(~(ms * 0x1000)) & MASK48:012x}{self._random()}"
-
-    def _random(self) -> str:
-        self.count += 1
-        number = int.from_bytes(hashlib.sha256(f"{self.seed}\x1f{self.count}".encode()).digest()[:12], "big")
-        chars = []
-        for _ in range(14):
-            number, digit = divmod(number, 62)
-            chars.append(BASE62[digit])
-        return "".join(chars)
 
 
 @dataclass
@@ -106,16 +62,15 @@ def render(session: NeutralSession, options: WriteOptions, report: MappingReport
 
 def _native_session(session: NeutralSession) -> dict[str, Any] | None:
     native = session.meta.get("native")
-    if session.agent == AGENT and isinstance(native, dict) and isinstance(native.get("info"), dict):
-        if str(native["info"].get("id", "")).startswith("ses_"):
-            return native
-    return None
+    if session.agent != AGENT or not isinstance(native, dict) or not isinstance(native.get("info"), dict):
+        return None
+    return native if str(native["info"].get("id", "")).startswith("ses_") else None
 
 
 def _session_info(writer: _Writer) -> dict[str, Any]:
     session = writer.session
     native = _native_session(session)
-    start = _ms(session.meta.get("created_at")) or _first_time(session) or 0
+    start = to_ms(session.meta.get("created_at")) or _first_time(session) or 0
     writer.clock = start
     if native:
         writer.session_id = native["info"]["id"]
@@ -148,30 +103,19 @@ def _title(session: NeutralSession) -> str:
     return f"Imported {session.agent} session"
 
 
-def _ms(value: Any) -> int | None:
-    if isinstance(value, datetime):
-        return int(value.timestamp() * 1000)
-    if isinstance(value, str):
-        try:
-            return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
-        except ValueError:
-            return None
-    return None
-
-
 def _first_time(session: NeutralSession) -> int | None:
-    times = [_ms(m.created_at) for m in session.messages if m.created_at]
+    times = [to_ms(m.created_at) for m in session.messages if m.created_at]
     return min(times) if times else None
 
 
 def _last_time(session: NeutralSession) -> int | None:
-    times = [_ms(m.created_at) for m in session.messages if m.created_at]
+    times = [to_ms(m.created_at) for m in session.messages if m.created_at]
     return max(times) if times else None
 
 
 def _tick(writer: _Writer, message: MessageIn) -> int:
     """Message times never go backwards (OpenCode orders messages by time_created, then id)."""
-    writer.clock = max(writer.clock, _ms(message.created_at) or writer.clock)
+    writer.clock = max(writer.clock, to_ms(message.created_at) or writer.clock)
     return writer.clock
 
 
@@ -213,7 +157,9 @@ def _write_native(writer: _Writer, message: MessageIn, native: dict[str, Any]) -
     writer.out.append({"info": info, "parts": parts})
 
 
-def _restore_tool_part(writer: _Writer, message: MessageIn, stub: dict[str, Any], info: dict[str, Any]) -> dict[str, Any]:
+def _restore_tool_part(
+    writer: _Writer, message: MessageIn, stub: dict[str, Any], info: dict[str, Any]
+) -> dict[str, Any]:
     call_id = stub.get("callID")
     writer.consumed.add(call_id)
     result = writer.results.get(call_id)
@@ -223,6 +169,22 @@ def _restore_tool_part(writer: _Writer, message: MessageIn, stub: dict[str, Any]
     call = next((c for c in message.tool_calls or [] if c.id == call_id), None)
     writer.report.synthesize("tool part rebuilt from the neutral tool call and result")
     return _tool_part(writer, call, result, message_id=info["id"], part_id=stub.get("id"), start=writer.clock)
+
+
+def _tool_part(
+    writer: _Writer,
+    call: ToolCall | None,
+    result: MessageIn | None,
+    *,
+    message_id: str,
+    part_id: Any,
+    start: int,
+) -> dict[str, Any]:
+    part = tool_part(
+        call, result, ids=(part_id, message_id, writer.session_id), start=start, report=writer.report
+    )
+    writer.clock = max(writer.clock, part["state"]["time"]["end"])
+    return part
 
 
 def _user_info(writer: _Writer, message: MessageIn | None, created: int) -> dict[str, Any]:
@@ -242,11 +204,24 @@ def _write_user(writer: _Writer, message: MessageIn) -> None:
     info = _user_info(writer, message, created)
     parts = []
     for part in _user_parts(writer, message):
-        parts.append({"id": writer.ids.ascending("prt", created), "sessionID": writer.session_id,
-                      "messageID": info["id"], **part})
+        parts.append(
+            {
+                "id": writer.ids.ascending("prt", created),
+                "sessionID": writer.session_id,
+                "messageID": info["id"],
+                **part,
+            }
+        )
     if not parts:
-        parts.append({"id": writer.ids.ascending("prt", created), "sessionID": writer.session_id,
-                      "messageID": info["id"], "type": "text", "text": ""})
+        parts.append(
+            {
+                "id": writer.ids.ascending("prt", created),
+                "sessionID": writer.session_id,
+                "messageID": info["id"],
+                "type": "text",
+                "text": "",
+            }
+        )
         writer.report.synthesize("empty text part for a user message without content")
     if message.role == "system":
         writer.report.transform("system message → user message with a synthetic text part")
@@ -258,7 +233,11 @@ def _user_parts(writer: _Writer, message: MessageIn) -> list[dict[str, Any]]:
     synthetic = message.role == "system"
     content = message.content
     if isinstance(content, str):
-        return [{"type": "text", "text": content, **({"synthetic": True} if synthetic else {})}] if content else []
+        return (
+            [{"type": "text", "text": content, **({"synthetic": True} if synthetic else {})}]
+            if content
+            else []
+        )
     parts = []
     for part in content or []:
         data = part.model_dump()
@@ -285,8 +264,12 @@ def _content_part(data: dict[str, Any]) -> dict[str, Any] | None:
         url = file.get("file_data") or file.get("url")
         if not url:
             return None
-        return {"type": "file", "mime": file.get("mime") or "application/octet-stream",
-                "filename": file.get("filename") or "file", "url": url}
+        return {
+            "type": "file",
+            "mime": file.get("mime") or "application/octet-stream",
+            "filename": file.get("filename") or "file",
+            "url": url,
+        }
     return None
 
 
@@ -295,8 +278,20 @@ def _write_assistant(writer: _Writer, message: MessageIn) -> None:
     parent = writer.last_user
     if parent is None:
         parent = _user_info(writer, message, created)
-        writer.out.append({"info": parent, "parts": [{"id": writer.ids.ascending("prt", created),
-                           "sessionID": writer.session_id, "messageID": parent["id"], "type": "text", "text": ""}]})
+        writer.out.append(
+            {
+                "info": parent,
+                "parts": [
+                    {
+                        "id": writer.ids.ascending("prt", created),
+                        "sessionID": writer.session_id,
+                        "messageID": parent["id"],
+                        "type": "text",
+                        "text": "",
+                    }
+                ],
+            }
+        )
         writer.last_user = parent
         writer.report.synthesize("user message before a leading assistant message (parentID)")
     info = _assistant_info(writer, message, created, parent["id"])
@@ -320,15 +315,21 @@ def _assistant_info(writer: _Writer, message: MessageIn, created: int, parent_id
         "agent": agent,
         "path": {"cwd": writer.cwd, "root": writer.cwd},
         "cost": 0,
-        "tokens": _tokens(message.metadata.get("usage")),
+        "tokens": tokens_from_usage(message.metadata.get("usage")),
         "finish": "tool-calls" if message.tool_calls else "stop",
     }
 
 
-def _assistant_parts(writer: _Writer, message: MessageIn, message_id: str, created: int) -> list[dict[str, Any]]:
+def _assistant_parts(
+    writer: _Writer, message: MessageIn, message_id: str, created: int
+) -> list[dict[str, Any]]:
     def part(**fields: Any) -> dict[str, Any]:
-        return {"id": writer.ids.ascending("prt", created), "sessionID": writer.session_id,
-                "messageID": message_id, **fields}
+        return {
+            "id": writer.ids.ascending("prt", created),
+            "sessionID": writer.session_id,
+            "messageID": message_id,
+            **fields,
+        }
 
     parts = [part(type="step-start")]
     reasoning = _reasoning(writer, message, created)
@@ -339,10 +340,22 @@ def _assistant_parts(writer: _Writer, message: MessageIn, message_id: str, creat
     for call in message.tool_calls or []:
         writer.consumed.add(call.id)
         part_id = writer.ids.ascending("prt", created)
-        parts.append(_tool_part(writer, call, writer.results.get(call.id), message_id=message_id,
-                                part_id=part_id, start=created))
+        parts.append(
+            _tool_part(
+                writer,
+                call,
+                writer.results.get(call.id),
+                message_id=message_id,
+                part_id=part_id,
+                start=created,
+            )
+        )
     finish = "tool-calls" if message.tool_calls else "stop"
-    parts.append(part(type="step-finish", reason=finish, cost=0, tokens=_tokens(message.metadata.get("usage"))))
+    parts.append(
+        part(
+            type="step-finish", reason=finish, cost=0, tokens=tokens_from_usage(message.metadata.get("usage"))
+        )
+    )
     return parts
 
 
@@ -369,61 +382,6 @@ def _reasoning(writer: _Writer, message: MessageIn, created: int) -> dict[str, A
     return {"type": "reasoning", "text": thinking.content, "time": {"start": created, "end": created}}
 
 
-def _tool_part(writer: _Writer, call: Any, result: MessageIn | None, *, message_id: str, part_id: Any,
-               start: int) -> dict[str, Any]:
-    name = call.function.name if call else (result.name if result and result.name else "unknown")
-    native_name = TOOL_NAMES.get(name, name)
-    if native_name != name:
-        writer.report.transform(f"tool name {name} → {native_name}")
-    arguments = _tool_input(writer, call.function.arguments if call else "{}")
-    if native_name != name:
-        arguments = _camel_keys(writer, arguments)
-    end = max(start, _ms(result.created_at) or start) if result else start
-    state: dict[str, Any] = {"input": arguments, "time": {"start": start, "end": end}}
-    if result is None:
-        state.update(status="error", error=INTERRUPTED)
-        writer.report.synthesize(f"error result '{INTERRUPTED}' for a tool call without result")
-    elif result.metadata.get("is_error") or result.metadata.get("tool_status") == "error":
-        state.update(status="error", error=_result_text(writer, result))
-    else:
-        state.update(status="completed", output=_result_text(writer, result), title=native_name, metadata={})
-    writer.clock = max(writer.clock, end)
-    return {"id": part_id, "sessionID": writer.session_id, "messageID": message_id, "type": "tool",
-            "callID": call.id if call else result.tool_call_id, "tool": native_name, "state": state}
-
-
-def _tool_input(writer: _Writer, arguments: str) -> dict[str, Any]:
-    value = json.loads(arguments) if arguments else {}
-    if isinstance(value, dict):
-        return value
-    writer.report.transform("tool arguments that are not an object → {'input': …}")
-    return {"input": value}
-
-
-def _camel_keys(writer: _Writer, arguments: dict[str, Any]) -> dict[str, Any]:
-    """OpenCode's built-in tools take camelCase arguments (`filePath`, `oldString`)."""
-    renamed = {}
-    for key, value in arguments.items():
-        head, *rest = key.split("_")
-        camel = head + "".join(word[:1].upper() + word[1:] for word in rest)
-        if camel != key:
-            writer.report.transform(f"tool argument {key} → {camel}")
-        renamed[camel] = value
-    return renamed
-
-
-def _result_text(writer: _Writer, result: MessageIn) -> str:
-    if isinstance(result.content, str):
-        return result.content
-    texts = []
-    for part in result.content or []:
-        if part.type == "text":
-            texts.append(part.text)
-        else:
-            writer.report.drop(f"tool result content part type: {part.type}")
-    return "\n".join(texts)
-
-
 def _write_orphan_result(writer: _Writer, message: MessageIn) -> None:
     """A tool result whose call is not in the session: an assistant message holding just that tool part."""
     created = _tick(writer, message)
@@ -443,33 +401,16 @@ def _model(writer: _Writer, message: MessageIn | None) -> tuple[str, str]:
     if isinstance(chosen, str) and "/" in chosen:
         provider, model = chosen.split("/", 1)
         return provider, model
-    model = (message.metadata.get("model") if message else None) or writer.session.meta.get("model") or "unknown"
-    provider = (message.metadata.get("provider") if message else None) or _guess_provider(str(model))
+    model = (
+        (message.metadata.get("model") if message else None) or writer.session.meta.get("model") or "unknown"
+    )
+    provider = (message.metadata.get("provider") if message else None) or guess_provider(str(model))
     return str(provider), str(model)
-
-
-def _guess_provider(model: str) -> str:
-    lowered = model.lower()
-    for prefix, provider in PROVIDERS:
-        if lowered.startswith(prefix):
-            return provider
-    return "opencode"
 
 
 def _agent(writer: _Writer) -> str:
     agent = writer.options.extra.get("opencode_agent")
     return agent if isinstance(agent, str) and agent else DEFAULT_AGENT
-
-
-def _tokens(usage: Any) -> dict[str, Any]:
-    usage = usage if isinstance(usage, dict) else {}
-    return {
-        "input": int(usage.get("input_tokens") or usage.get("prompt_tokens") or 0),
-        "output": int(usage.get("output_tokens") or usage.get("completion_tokens") or 0),
-        "reasoning": 0,
-        "cache": {"read": int(usage.get("cache_read_input_tokens") or 0),
-                  "write": int(usage.get("cache_creation_input_tokens") or 0)},
-    }
 
 
 def _texts(content: Any) -> list[str]:

@@ -65,7 +65,9 @@ class MemoryServer(MCPServer):
                 raise
             if isinstance(cause, ValidationError):
                 raise ToolError(f"[invalid] {describe_validation_error(cause, prefix='')}") from cause
-            if isinstance(cause, McpMemoryError):  # the text is exactly "[code] message"
+            while cause is not None and not isinstance(cause, McpMemoryError):
+                cause = cause.__cause__
+            if cause is not None:  # the text is exactly "[code] message"
                 raise ToolError(cause.render()) from cause
             raise
 

@@ -40,9 +40,12 @@ def _pgserver():  # imported lazily: it is only needed when no DSN is configured
 
 def _running_info(pgdir: Path):
     _, postmaster_info = _pgserver()
-    info = postmaster_info.read_from_pgdata(pgdir) if (pgdir / "PG_VERSION").exists() else None
-    if info is not None and info.is_running() and info.status == "ready":
-        return info
+    try:
+        info = postmaster_info.read_from_pgdata(pgdir) if (pgdir / "PG_VERSION").exists() else None
+        if info is not None and info.is_running() and info.status == "ready":
+            return info
+    except (AssertionError, ValueError, OSError):
+        pass  # postmaster.pid is being written by a server that is starting: not ready yet
     return None
 
 
@@ -73,6 +76,9 @@ def ensure_running(pgdir: Path) -> str:
 def _start(pgdir: Path):
     pgserver, _ = _pgserver()
     log.info("starting the embedded PostgreSQL in %s", pgdir)
+    # get_server caches one handle per data dir and would return it without starting the server
+    # again after `db stop`: forget it, the server's own postmaster.pid is the truth.
+    pgserver.PostgresServer._instances.pop(pgdir.expanduser().resolve(), None)
     try:
         server = pgserver.get_server(pgdir, cleanup_mode=None)
     except Exception as exc:  # the wheel raises assorted errors (subprocess, assertion, OS)
@@ -89,7 +95,7 @@ def _ensure_database(admin_uri: str) -> None:
             return
         try:
             conn.execute(f'CREATE DATABASE "{DATABASE}"')
-        except psycopg.errors.DuplicateDatabase:
+        except (psycopg.errors.DuplicateDatabase, psycopg.errors.UniqueViolation):
             pass  # created by a concurrent process
 
 

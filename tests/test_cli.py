@@ -1,0 +1,83 @@
+"""The CLI as a user runs it: exit codes, one-line errors, --json, demo."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from conftest import embedded_home
+
+from mcp_memory.store import embedded
+
+
+def run(env: dict[str, str], *args: str, dsn: str | None = None) -> subprocess.CompletedProcess:
+    full = [sys.executable, "-m", "mcp_memory", *(["--dsn", dsn] if dsn else []), *args]
+    return subprocess.run(full, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_snapshot_fork_sessions_show(profile, fresh_db, service) -> None:
+    sid = service.create_session("cli", {"title": "CLI test"}).session_id
+    service.append_messages(sid, [{"append_id": "1", "role": "user", "content": "hello cli"}])
+    snap = json.loads(run(profile, "snapshot", sid, "-m", "first", "--json", dsn=fresh_db).stdout)
+    assert snap["up_to_seq"] == 1
+    text = run(profile, "snapshot", sid, "-m", "second", dsn=fresh_db).stdout
+    assert text.startswith(f"snapshot {snap['snapshot_id'] + 1}: {sid} up to seq 1")
+    forked = json.loads(run(profile, "fork", str(snap["snapshot_id"]), "--agent", "codex", "--json", dsn=fresh_db).stdout)
+    assert forked["parent_snapshot_id"] == snap["snapshot_id"]
+    listing = json.loads(run(profile, "sessions", "--project", "cli", "--json", dsn=fresh_db).stdout)
+    assert {s["session_id"] for s in listing["sessions"]} == {sid, forked["session_id"]}
+    shown = run(profile, "show", forked["session_id"], dsn=fresh_db)
+    assert "#1 user (inherited): hello cli" in shown.stdout
+
+
+def test_user_errors_exit_1_with_one_line(profile, fresh_db) -> None:
+    result = run(profile, "snapshot", "ses_00000000-0000-0000-0000-000000000000", "-m", "x", dsn=fresh_db)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        "mcp-memory: [not_found] session ses_00000000-0000-0000-0000-000000000000 does not exist"]
+    down = run(profile, "sessions", dsn="postgresql://someone:hunter2@127.0.0.1:1/x?connect_timeout=1")
+    assert down.returncode == 1 and "[unavailable]" in down.stderr and "hunter2" not in down.stderr
+
+
+def test_usage_errors_exit_2(profile) -> None:
+    assert run(profile, "no-such-command").returncode == 2
+    assert run(profile, "fork").returncode == 2
+
+
+def test_schema_prints_json_schema(profile) -> None:
+    schema = json.loads(run(profile, "schema").stdout)
+    assert schema["properties"]["role"]["enum"] == ["system", "user", "assistant", "tool"]
+
+
+def test_db_status_and_migrate(profile, fresh_db) -> None:
+    status = json.loads(run(profile, "db", "status", "--json", dsn=fresh_db).stdout)
+    assert status["migrations"] and all(m["applied_at"] for m in status["migrations"])
+    assert "already up to date" in run(profile, "db", "migrate", dsn=fresh_db).stdout
+
+
+def test_doctor_json_shape_and_masked_password(profile, fresh_db) -> None:
+    doctor = json.loads(run(profile, "doctor", "--json", dsn=fresh_db).stdout)
+    assert set(doctor["database"]) >= {"kind", "dsn", "server_version", "schema_version", "pgvector"}
+    assert doctor["database"]["kind"] == "external"
+    assert {c["name"] for c in doctor["checks"]} >= {"config", "database", "schema", "pgvector", "keyring"}
+    bad = run(profile, "doctor", "--json", dsn="postgresql://u:topsecret@127.0.0.1:1/x?connect_timeout=1")
+    assert bad.returncode == 1
+    report = json.loads(bad.stdout)
+    assert report["database"]["dsn"] == "postgresql://u:***@127.0.0.1:1/x?connect_timeout=1"
+    assert "topsecret" not in bad.stdout + bad.stderr
+    assert any(not c["ok"] and c["name"] == "database" for c in report["checks"])
+
+
+def test_demo_on_the_embedded_default(profile) -> None:
+    with embedded_home() as home:
+        env = {**profile, "MCP_MEMORY_HOME": str(home)}
+        try:
+            first = run(env, "demo")
+            assert first.returncode == 0, first.stderr
+            assert "database: the embedded PostgreSQL" in first.stdout
+            assert "duplicate=True" in first.stdout and "claude mcp add mcp-memory" in first.stdout
+            assert "#5 user: Add the timeout and rerun the test." in first.stdout
+            assert run(env, "demo").returncode == 0  # again, attaching to the running server
+        finally:
+            embedded.stop(home / "mcp-memory" / "pg")
