@@ -68,10 +68,16 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("demo", help="an end-to-end walk-through on the embedded default; run this first")
 
-    from .commands import agents
-
-    agents.add_parsers(sub)
+    for module in _command_modules():
+        module.add_parsers(sub)
     return parser
+
+
+def _command_modules() -> list:
+    """Command groups that register their own sub-commands (add_parsers) and handlers (handlers)."""
+    from .commands import agents, archive, memory, security
+
+    return [agents, archive, memory, security]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -100,7 +106,7 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         serve(settings)
         return 0
-    from .commands import agents, basic, db, demo, doctor
+    from .commands import basic, db, demo, doctor
 
     handlers = {
         "db": db.run,
@@ -111,8 +117,9 @@ def _dispatch(args: argparse.Namespace) -> int:
         "sessions": basic.sessions,
         "show": basic.show,
         "demo": demo.run,
-        **agents.handlers(),
     }
+    for module in _command_modules():
+        handlers.update(module.handlers())
     return handlers[args.command](settings, args)
 
 

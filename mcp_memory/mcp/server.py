@@ -174,4 +174,7 @@ def build_server(get_service: Callable[[], Service]) -> MemoryServer:
         """Merge keys into a session's metadata (title, status, notes for the next agent …)."""
         return SessionOut(session=get_service().update_session_meta(session_id, meta))
 
+    from . import memory_tools
+
+    memory_tools.register(server, get_service, errors=_errors)
     return server
