@@ -1,14 +1,173 @@
-"""Agent commands (import, export, sync, install) — registered in the CLI parser."""
+"""Agent commands: import native sessions, export neutral ones, capture (sync), install.
+
+Examples:
+  mcp-memory import claude-code ~/.claude/projects/-work-shop/ --project shop
+  mcp-memory export ses_… --to opencode --install --cwd ~/work/shop
+  mcp-memory sync claude-code --hook            (from Claude Code's Stop/SessionEnd hooks)
+  mcp-memory install claude-code --scope user
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
+from pathlib import Path
+
+from .. import adapters, launcher
+from ..adapters.base import NeutralSession, WriteOptions
+from ..config import Settings
+from ..errors import Invalid
+from ..models import MessageIn
+from .output import print_json, progress, service
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
-    return None
+    names = ", ".join(adapters.ADAPTERS)
+    imp = sub.add_parser("import", help="native session files → neutral sessions in the database",
+                         description=f"Agents: {names}. Example: mcp-memory import claude-code ~/.claude/projects/x/")
+    imp.add_argument("agent", choices=list(adapters.ADAPTERS))
+    imp.add_argument("paths", nargs="+", type=Path, help="session files or folders")
+    imp.add_argument("--project", help="project id for the imported sessions (default: from the session's cwd)")
+    imp.add_argument("--json", action="store_true")
+
+    exp = sub.add_parser("export", help="neutral session → the agent's native files",
+                         description="Example: mcp-memory export ses_… --to claude-code --install")
+    exp.add_argument("session_id")
+    exp.add_argument("--to", dest="agent", required=True, choices=list(adapters.ADAPTERS))
+    where = exp.add_mutually_exclusive_group()
+    where.add_argument("--out", type=Path, help="folder to write the native files into (default: .)")
+    where.add_argument("--install", action="store_true", help="put them where the agent looks and print the resume command")
+    exp.add_argument("--cwd", type=Path, help="project directory (default: the session's cwd, else the current dir)")
+    exp.add_argument("--thinking", choices=["drop", "text"], default="drop",
+                     help="reasoning the target cannot carry natively: drop it, or keep it as text")
+    exp.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                     help="agent-specific switch, e.g. reasoning=none for openai")
+    exp.add_argument("--json", action="store_true")
+
+    syn = sub.add_parser("sync", help="capture the agent's current session incrementally (for hooks)")
+    syn.add_argument("agent", choices=list(adapters.ADAPTERS))
+    syn.add_argument("--hook", action="store_true", help="read the hook JSON on stdin; never fail the agent")
+    syn.add_argument("--session", help="OpenCode: the session id to sync")
+    syn.add_argument("--path", type=Path, help="the native session file to sync")
+    syn.add_argument("--project", help="project id (default: from the session's cwd)")
+    syn.add_argument("--json", action="store_true")
+
+    ins = sub.add_parser("install", help="register the MCP server (and capture hooks) in an agent's config")
+    ins.add_argument("agent", choices=[a for a in adapters.ADAPTERS if _has_integration(a)])
+    ins.add_argument("--scope", choices=["user", "project"], default="user")
+    ins.add_argument("--cwd", type=Path, default=None, help="project directory for --scope project (default: .)")
+    ins.add_argument("--uninstall", action="store_true", help="remove only what install added")
 
 
 def handlers() -> dict[str, Callable[..., int]]:
-    return {}
+    from . import capture
+
+    return {"import": import_, "export": export, "sync": capture.sync, "install": install}
+
+
+def _has_integration(agent: str) -> bool:
+    from importlib.util import find_spec
+
+    return find_spec(f"mcp_memory.integrations.{agent.replace('-', '_')}") is not None
+
+
+def import_(settings: Settings, args: argparse.Namespace) -> int:
+    from ..core.imports import store_sessions
+
+    adapter = adapters.get(args.agent)
+    missing = [str(p) for p in args.paths if not p.exists()]
+    if missing:
+        raise Invalid(f"no such file or folder: {', '.join(missing)}")
+    try:
+        sessions = adapter.read([p.expanduser() for p in args.paths])
+    except ValueError as exc:
+        raise Invalid(f"cannot read {adapter.display_name} sessions: {exc}") from None
+    with service(settings) as svc:
+        results = store_sessions(svc, sessions, project_id=args.project,
+                                 on_progress=lambda done, total: progress(done, total, "importing"))
+    if args.json:
+        print_json({"sessions": [r.to_dict() for r in results]})
+    else:
+        for neutral, r in zip(sessions, results, strict=True):
+            state = f"error: {r.error}" if r.error else f"{r.new} new, {r.duplicates} already stored"
+            print(f"{r.native_id} → {r.session_id}: {r.messages} messages ({state})")
+            if neutral.report is not None:
+                print("\n".join(neutral.report.render()))
+        if not results:
+            print(f"no {adapter.display_name} sessions found in {', '.join(map(str, args.paths))}")
+    return 1 if any(r.error for r in results) else 0
+
+
+def export(settings: Settings, args: argparse.Namespace) -> int:
+    adapter = adapters.get(args.agent)
+    with service(settings) as svc:
+        session = svc.get_session(args.session_id)
+        messages = _all_messages(svc, args.session_id)
+    cwd = (args.cwd or Path(session.meta.get("cwd") or os.getcwd())).expanduser()
+    neutral = NeutralSession(agent=session.meta.get("imported_from") or session.agent_source or "mcp-memory",
+                             native_id=str(session.meta.get("native_id") or session.session_id),
+                             messages=messages, meta={**session.meta, "session_id": session.session_id})
+    options = WriteOptions(thinking=args.thinking, cwd=cwd, extra=_options(args.option))
+    try:
+        if args.install:
+            written = adapter.install(neutral, cwd=cwd, env=os.environ, options=options)
+        else:
+            out = (args.out or Path.cwd()).expanduser()
+            out.mkdir(parents=True, exist_ok=True)
+            written = adapter.write(neutral, out, options)
+    except ValueError as exc:
+        raise Invalid(str(exc)) from None
+    if args.json:
+        print_json({"session_id": session.session_id, "agent": args.agent, "native_id": written.native_id,
+                    "files": [str(f) for f in written.files], "resume_command": written.resume_command,
+                    "report": written.report.to_dict()})
+        return 0
+    print(f"{session.session_id} → {adapter.display_name} session {written.native_id}")
+    for file in written.files:
+        print(f"  wrote {file}")
+    print("\n".join(written.report.render()))
+    if written.resume_command:
+        print(f"resume with: {written.resume_command}")
+    return 0
+
+
+def _all_messages(svc, session_id: str) -> list[MessageIn]:
+    messages, after = [], 0
+    while True:
+        page = svc.read_session(session_id, after_seq=after, limit=1000)
+        for m in page.messages:
+            data = m.model_dump(mode="json", exclude_none=True)
+            for key in ("session_id", "seq", "inherited_from"):
+                data.pop(key, None)
+            messages.append(MessageIn.model_validate(data))
+        after = page.next_after_seq
+        if not page.has_more:
+            return messages
+
+
+def _options(pairs: list[str]) -> dict[str, str]:
+    options = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise Invalid(f"--option expects KEY=VALUE, got {pair!r}")
+        options[key] = value
+    return options
+
+
+def install(settings: Settings, args: argparse.Namespace) -> int:
+    from importlib import import_module
+
+    module = import_module(f"mcp_memory.integrations.{args.agent.replace('-', '_')}")
+    env = {k: v for k, v in os.environ.items() if k in ("MCP_MEMORY_DSN", "MCP_MEMORY_HOME", "MCP_MEMORY_CONFIG")}
+    try:
+        changes = module.register(scope=args.scope, command=launcher.command(), env=env,
+                                  cwd=(args.cwd or Path.cwd()).resolve(), environ=os.environ,
+                                  uninstall=args.uninstall)
+    except ValueError as exc:
+        raise Invalid(str(exc)) from None
+    for line in changes or ["nothing to change: already " + ("removed" if args.uninstall else "installed")]:
+        print(line)
+    return 0
+

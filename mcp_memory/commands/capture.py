@@ -1,0 +1,171 @@
+"""`mcp-memory sync AGENT`: incremental, idempotent capture of an agent's current session.
+
+Run from agent hooks, so it must be quick and must never fail the agent: with `--hook` every error
+is logged and the exit code is 0. What cannot be stored now (database unreachable) is written to a
+spool file and delivered by the next run, before anything new.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import os
+import sys
+import time
+import uuid
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from .. import adapters
+from ..adapters.base import NeutralSession
+from ..config import Settings
+from ..errors import Invalid, McpMemoryError, Unavailable
+from ..models import MessageIn
+from .output import print_json, service
+
+log = logging.getLogger(__name__)
+
+
+def sync(settings: Settings, args: argparse.Namespace) -> int:
+    if not args.hook:
+        return _sync(settings, args, payload={})
+    try:
+        payload = json.loads(sys.stdin.read() or "{}")
+        _sync(settings, args, payload=payload)
+        return 0
+    except Exception as exc:  # a hook must never fail or block the agent: log and move on
+        _log_failure(settings, exc)
+        return 0
+
+
+def _sync(settings: Settings, args: argparse.Namespace, *, payload: dict[str, Any]) -> int:
+    from ..core.imports import store_sessions
+
+    settings = replace(settings, connect_timeout=min(settings.connect_timeout, 2.0))
+    sessions, key, cursor_after = _read_new(settings, args, payload)
+    spool = Spool(settings.data_dir / "spool")
+    results: list = []
+    try:
+        with service(settings) as svc:
+            for pending in spool.pending():
+                results.extend(store_sessions(svc, pending.sessions, project_id=pending.project))
+                pending.delivered()
+            results.extend(store_sessions(svc, sessions, project_id=args.project))
+    except Unavailable as exc:
+        spool.add(sessions, project=args.project)
+        log.warning("database unreachable, %d session(s) spooled for the next sync: %s", len(sessions), exc)
+    _save_cursor(settings, key, cursor_after)
+    if args.json:
+        print_json({"sessions": [r.to_dict() for r in results], "spooled": spool.count()})
+    elif not args.hook:
+        for r in results:
+            print(f"{r.native_id} → {r.session_id}: {r.new} new, {r.duplicates} already stored"
+                  + (f" (error: {r.error})" if r.error else ""))
+    return 1 if any(r.error for r in results) and not args.hook else 0
+
+
+def _read_new(settings: Settings, args: argparse.Namespace, payload: dict[str, Any]):
+    adapter = adapters.get(args.agent)
+    if args.agent == "opencode" and args.session:
+        from ..adapters.opencode import default_db_path, read_session_from_db
+
+        db_path = args.path or default_db_path(os.environ)
+        key = f"opencode:{db_path}:{args.session}"
+        sessions, cursor = read_session_from_db(db_path, args.session, _load_cursor(settings, key))
+        return sessions, key, cursor
+    path = args.path
+    if path is None and args.agent == "claude-code" and payload:
+        from ..adapters.claude_code import transcript_from_hook
+
+        path = transcript_from_hook(payload)
+    if path is None:
+        raise Invalid("say which session to sync: --path FILE (or --hook with the hook JSON on stdin)")
+    if not path.exists():
+        raise Invalid(f"no such session file: {path}")
+    key = f"{args.agent}:{path.resolve()}"
+    sessions, cursor = adapter.read_incremental(path, _load_cursor(settings, key))
+    return sessions, key, cursor
+
+
+def _cursor_file(settings: Settings, key: str) -> Path:
+    digest = hashlib.sha256(key.encode()).hexdigest()[:24]
+    return settings.data_dir / "sync" / f"{digest}.json"
+
+
+def _load_cursor(settings: Settings, key: str) -> dict[str, Any] | None:
+    path = _cursor_file(settings, key)
+    try:
+        return json.loads(path.read_text())["cursor"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def _save_cursor(settings: Settings, key: str, cursor: dict[str, Any]) -> None:
+    path = _cursor_file(settings, key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"key": key, "cursor": cursor}))
+    os.replace(tmp, path)
+
+
+def _log_failure(settings: Settings, exc: BaseException) -> None:
+    text = exc.render() if isinstance(exc, McpMemoryError) else f"{type(exc).__name__}: {exc}"
+    print(f"mcp-memory sync: {text}", file=sys.stderr)
+    try:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        with open(settings.data_dir / "sync.log", "a", encoding="utf-8") as fh:
+            fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {text}\n")
+    except OSError:
+        pass
+
+
+class Spool:
+    """Sessions waiting for the database, one JSON file per failed sync."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def add(self, sessions: list[NeutralSession], *, project: str | None) -> None:
+        if not sessions:
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        data = {"project": project, "sessions": [_dump(s) for s in sessions]}
+        name = f"{time.time_ns()}-{uuid.uuid4().hex[:8]}.json"
+        tmp = self.folder / f".{name}.tmp"
+        tmp.write_text(json.dumps(data, ensure_ascii=False))
+        os.replace(tmp, self.folder / name)
+
+    def pending(self) -> list[SpoolFile]:
+        if not self.folder.is_dir():
+            return []
+        return [SpoolFile(p) for p in sorted(self.folder.glob("[0-9]*.json"))]
+
+    def count(self) -> int:
+        return len(self.pending())
+
+
+class SpoolFile:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        data = json.loads(path.read_text())
+        self.project = data.get("project")
+        self.sessions = [_load(s) for s in data["sessions"]]
+
+    def delivered(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+def _dump(session: NeutralSession) -> dict[str, Any]:
+    return {"agent": session.agent, "native_id": session.native_id, "meta": session.meta,
+            "parent_native_id": session.parent_native_id, "parent_tool_call_id": session.parent_tool_call_id,
+            "messages": [m.model_dump(mode="json", exclude_none=True) for m in session.messages]}
+
+
+def _load(data: dict[str, Any]) -> NeutralSession:
+    return NeutralSession(agent=data["agent"], native_id=data["native_id"], meta=data.get("meta") or {},
+                          parent_native_id=data.get("parent_native_id"),
+                          parent_tool_call_id=data.get("parent_tool_call_id"),
+                          messages=[MessageIn.model_validate(m) for m in data["messages"]])
