@@ -1,0 +1,306 @@
+"""Core benchmarks: every number is reported next to the physical limit measured in the same run on
+the same server (raw psycopg INSERT/COPY/SELECT, the SDK's own no-op tool), as a ratio.
+
+    python scripts/bench/core_bench.py                 # embedded server in a temporary profile
+    python scripts/bench/core_bench.py --dsn postgresql://…  [--quick] [--json]
+
+(a) append over MCP stdio vs (no-op tool round trip + raw INSERT+COMMIT)   target ≤ 1.5×
+(b) 8 agents (8 stdio servers) into 8 sessions vs 8 raw psycopg writers     target ≥ 0.5×
+(c) append_messages of 10k messages vs raw COPY of the same payloads         target ≤ 5×
+(d) read_session last page of a 100k-message session vs the first page      target ≤ 1.5×
+(e) `serve` start → first tools/list answer vs a bare MCPServer, and RSS      target ≤ 1.3×
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from mcp_memory.app import build
+from mcp_memory.config import load_settings
+from mcp_memory.store import embedded
+
+NOOP_SERVER = textwrap.dedent("""
+    import logging, sys
+    logging.basicConfig(stream=sys.stderr, level="WARNING")
+    from mcp.server.mcpserver import MCPServer
+    server = MCPServer("noop", version="1")
+    @server.tool()
+    def noop(session_id: str, message: dict) -> dict:
+        return {"seq": 1, "duplicate": False}
+    server.run("stdio")
+""")
+
+
+class StdioPeer:
+    """A minimal JSON-RPC client over a subprocess's stdio (same cost for both servers)."""
+
+    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+        self.started = time.perf_counter()
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     env=env, text=True, bufsize=1)
+        self.next_id = 0
+
+    def call(self, method: str, params: dict | None = None) -> dict:
+        self.next_id += 1
+        self.proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method,
+                                          "params": params or {}}) + "\n")
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline())
+
+    def handshake(self) -> float:
+        self.call("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                 "clientInfo": {"name": "bench", "version": "1"}})
+        self.proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+        self.proc.stdin.flush()
+        self.call("tools/list")
+        return time.perf_counter() - self.started
+
+    def tool(self, name: str, arguments: dict) -> dict:
+        reply = self.call("tools/call", {"name": name, "arguments": arguments})
+        result = reply["result"]
+        if result.get("isError"):
+            raise RuntimeError(result["content"][0]["text"])
+        return result.get("structuredContent") or {}
+
+    def rss_kib(self) -> int:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        return 0
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+
+def raw_table(dsn: str) -> str:
+    name = f"bench_raw_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE TABLE {name} (session_id text, seq bigint, append_id text, role text, "
+                     "payload jsonb, created_at timestamptz DEFAULT now(), PRIMARY KEY (session_id, seq))")
+    return name
+
+
+def drop(dsn: str, table: str) -> None:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"DROP TABLE IF EXISTS {table}")
+
+
+def raw_insert_latencies(dsn: str, table: str, n: int, session: str = "s") -> list[float]:
+    out = []
+    with psycopg.connect(dsn) as conn:
+        for i in range(n):
+            t = time.perf_counter()
+            conn.execute(f"INSERT INTO {table} (session_id, seq, append_id, role, payload) VALUES (%s,%s,%s,%s,%s)",
+                         (session, i + 1, f"a{i}", "user", Jsonb({"role": "user", "content": f"message {i}"})))
+            conn.commit()
+            out.append(time.perf_counter() - t)
+    return out
+
+
+def message(i: int, prefix: str = "m") -> dict:
+    return {"append_id": f"{prefix}{i}", "role": "user", "content": f"message {i} " + "lorem ipsum " * 8}
+
+
+def bench_a(dsn: str, env: dict[str, str], n: int) -> dict:
+    table = raw_table(dsn)
+    try:
+        raw = raw_insert_latencies(dsn, table, n)
+    finally:
+        drop(dsn, table)
+    noop = StdioPeer([sys.executable, "-c", NOOP_SERVER], env)
+    noop.handshake()
+    noop_lat = []
+    for i in range(n):
+        t = time.perf_counter()
+        noop.tool("noop", {"session_id": "s", "message": message(i)})
+        noop_lat.append(time.perf_counter() - t)
+    noop.close()
+    serve = StdioPeer([sys.executable, "-m", "mcp_memory", "serve"], env)
+    serve.handshake()
+    sid = serve.tool("create_session", {"project_id": "bench"})["session_id"]
+    for i in range(20):  # warm the pool
+        serve.tool("append_message", {"session_id": sid, "message": message(i, "w")})
+    ours = []
+    for i in range(n):
+        t = time.perf_counter()
+        serve.tool("append_message", {"session_id": sid, "message": message(i)})
+        ours.append(time.perf_counter() - t)
+    serve.close()
+    limit50 = statistics.median(noop_lat) + statistics.median(raw)
+    limit99 = pct(noop_lat, 99) + pct(raw, 99)
+    return {"append_p50_ms": statistics.median(ours) * 1e3, "append_p99_ms": pct(ours, 99) * 1e3,
+            "noop_p50_ms": statistics.median(noop_lat) * 1e3, "raw_insert_commit_p50_ms": statistics.median(raw) * 1e3,
+            "ratio_p50": statistics.median(ours) / limit50, "ratio_p99": pct(ours, 99) / limit99, "target": "≤ 1.5"}
+
+
+def bench_b(dsn: str, env: dict[str, str], per_agent: int, agents: int = 8) -> dict:
+    table = raw_table(dsn)
+    try:
+        threads = [threading.Thread(target=raw_insert_latencies, args=(dsn, table, per_agent, f"s{k}"))
+                   for k in range(agents)]
+        t = time.perf_counter()
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        raw_rate = agents * per_agent / (time.perf_counter() - t)
+    finally:
+        drop(dsn, table)
+    ours_rate = _drive_agents([sys.executable, "-m", "mcp_memory", "serve"], env, agents, per_agent, "append_message")
+    noop_rate = _drive_agents([sys.executable, "-c", NOOP_SERVER], env, agents, per_agent, "noop")
+    return {"agents": agents, "ours_msgs_per_s": ours_rate, "raw_msgs_per_s": raw_rate,
+            "noop_mcp_calls_per_s": noop_rate, "ratio": ours_rate / raw_rate, "target": "≥ 0.5",
+            "ratio_vs_noop_mcp": ours_rate / noop_rate}
+
+
+def _drive_agents(argv: list[str], env: dict[str, str], agents: int, per_agent: int, tool: str) -> float:
+    """Calls per second of `agents` stdio servers, each driven by its own client process (no shared GIL)."""
+    driver = textwrap.dedent(f"""
+        import json, sys, time
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from core_bench import StdioPeer, message
+        peer = StdioPeer({argv!r}, {env!r})
+        peer.handshake()
+        sid = peer.tool("create_session", {{"project_id": "bench-b"}})["session_id"] if {tool!r} != "noop" else "s"
+        peer.tool({tool!r}, {{"session_id": sid, "message": message(0, "warm")}})
+        sys.stdout.write("ready\\n"); sys.stdout.flush()
+        sys.stdin.readline()
+        for i in range({per_agent}):
+            peer.tool({tool!r}, {{"session_id": sid, "message": message(i)}})
+        peer.close()
+    """)
+    procs = [subprocess.Popen([sys.executable, "-c", driver], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+             for _ in range(agents)]
+    for proc in procs:
+        assert proc.stdout.readline().strip() == "ready"
+    t = time.perf_counter()
+    for proc in procs:
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+    for proc in procs:
+        proc.wait(timeout=600)
+    return agents * per_agent / (time.perf_counter() - t)
+
+
+def bench_c(dsn: str, svc, n: int) -> dict:
+    messages = [message(i) for i in range(n)]
+    table = raw_table(dsn)
+    try:
+        with psycopg.connect(dsn) as conn:
+            t = time.perf_counter()
+            with conn.cursor() as cur, cur.copy(f"COPY {table} (session_id, seq, append_id, role, payload) FROM STDIN") as cp:
+                for i, m in enumerate(messages):
+                    cp.write_row(("s", i + 1, m["append_id"], m["role"], Jsonb(m)))
+            conn.commit()
+            raw = time.perf_counter() - t
+    finally:
+        drop(dsn, table)
+    sid = svc.create_session("bench-c").session_id
+    t = time.perf_counter()
+    svc.append_messages(sid, messages)
+    ours = time.perf_counter() - t
+    return {"messages": n, "append_messages_s": ours, "raw_copy_s": raw, "ratio": ours / raw, "target": "≤ 5"}
+
+
+def bench_d(svc, n: int, repeats: int = 30) -> dict:
+    sid = svc.create_session("bench-d").session_id
+    for start in range(0, n, 10_000):
+        svc.append_messages(sid, [message(i) for i in range(start, min(n, start + 10_000))])
+
+    def timed(after: int) -> float:
+        samples = []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            page = svc.read_session(sid, after_seq=after, limit=100)
+            samples.append(time.perf_counter() - t)
+            assert len(page.messages) == 100
+        return statistics.median(samples)
+
+    timed(0)
+    first, last = timed(0), timed(n - 100)
+    return {"messages": n, "first_page_ms": first * 1e3, "last_page_ms": last * 1e3, "ratio": last / first,
+            "target": "≤ 1.5"}
+
+
+def bench_e(env: dict[str, str], repeats: int) -> dict:
+    def start(argv: list[str]) -> tuple[float, int]:
+        peer = StdioPeer(argv, env)
+        elapsed = peer.handshake()
+        rss = peer.rss_kib()
+        peer.close()
+        return elapsed, rss
+
+    ours = [start([sys.executable, "-m", "mcp_memory", "serve"]) for _ in range(repeats)]
+    bare = [start([sys.executable, "-c", NOOP_SERVER]) for _ in range(repeats)]
+    o, b = statistics.median(x[0] for x in ours), statistics.median(x[0] for x in bare)
+    return {"serve_start_ms": o * 1e3, "bare_start_ms": b * 1e3, "ratio": o / b, "target": "≤ 1.3",
+            "serve_rss_mib": statistics.median(x[1] for x in ours) / 1024,
+            "bare_rss_mib": statistics.median(x[1] for x in bare) / 1024}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dsn", help="server to measure (default: a temporary embedded server)")
+    parser.add_argument("--quick", action="store_true", help="smaller sizes for a fast run")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    home = Path(tempfile.mkdtemp(prefix="mcp-memory-bench-"))
+    home.chmod(0o755)
+    pgdir = home / "pg"
+    try:
+        dsn = args.dsn or embedded.ensure_running(pgdir)
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith("MCP_MEMORY_")},
+               "MCP_MEMORY_DSN": dsn, "MCP_MEMORY_HOME": str(home / "profile")}
+        svc = build(load_settings(dsn=dsn, environ=env))
+        svc.db.pool()
+        n_a, n_b, n_d = (200, 100, 20_000) if args.quick else (1000, 300, 100_000)
+        results = {
+            "server": svc.db.masked_dsn(),
+            "a_append_latency": bench_a(dsn, env, n_a),
+            "b_concurrent_agents": bench_b(dsn, env, n_b),
+            "c_batch_10k": bench_c(dsn, svc, 10_000),
+            "d_last_vs_first_page": bench_d(svc, n_d),
+            "e_startup": bench_e(env, 3 if args.quick else 7),
+        }
+        svc.db.close()
+    finally:
+        if not args.dsn:
+            embedded.stop(pgdir)
+        shutil.rmtree(home, ignore_errors=True)
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return
+    for name, values in results.items():
+        if isinstance(values, dict):
+            print(f"{name}: " + ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
+                                         for k, v in values.items()))
+        else:
+            print(f"{name}: {values}")
+
+
+if __name__ == "__main__":
+    main()
