@@ -62,7 +62,7 @@ def chat_files(paths: Sequence[Path]) -> list[Path]:
     found: dict[Path, None] = {}
     for path in map(Path, paths):
         if path.is_dir():
-            files = [*path.rglob("session-*.jsonl"), *path.rglob("session-*.json")]
+            files = [*path.rglob("*session-*.jsonl"), *path.rglob("*session-*.json")]
             found.update(dict.fromkeys(sorted(files)))
         else:
             found[path] = None

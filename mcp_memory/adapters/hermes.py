@@ -84,7 +84,9 @@ class HermesAdapter(Adapter):
         sessions: list[NeutralSession] = []
         for path in _native_files(paths):
             records = _read_db(path) if path.suffix in (".db", ".sqlite") else _read_export(path)
-            sessions.extend(session_from_record(record, source_path=path) for record in records)
+            # a line without a session id is not a Hermes export record (another agent's file)
+            sessions.extend(session_from_record(record, source_path=path) for record in records
+                            if isinstance(record, dict) and record.get("id") is not None)
         return sessions
 
     def write(self, session: NeutralSession, out_dir: Path, options: WriteOptions) -> WrittenSession:

@@ -112,7 +112,9 @@ class OpenCodeAdapter(Adapter):
 # --- reading ---------------------------------------------------------------------------------------
 
 
-def _load(path: Path) -> list[tuple[str, native_io.NativeSession, Path]]:
+def _load(path: Path, depth: int = 3) -> list[tuple[str, native_io.NativeSession, Path]]:
+    """Sessions under a path: a database, an export, a storage tree, or a folder holding them
+    (searched a few levels down, so a data dir, a backup folder or a fixture tree all work)."""
     if path.is_file():
         if native_io.is_sqlite(path):
             return [("db", s, path) for s in native_io.load_db(path)]
@@ -129,6 +131,10 @@ def _load(path: Path) -> list[tuple[str, native_io.NativeSession, Path]]:
         loaded.extend(("storage", s, path / "storage") for s in native_io.load_storage(path / "storage"))
     for export in sorted(path.glob("*.json")):
         loaded.extend(_maybe_export(export))
+    if depth > 0:
+        for sub in sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith(".")):
+            if sub.name not in ("storage", "node_modules", "snapshot", "log"):
+                loaded.extend(_load(sub, depth - 1))
     return loaded
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -81,8 +82,20 @@ def import_(settings: Settings, args: argparse.Namespace) -> int:
         raise Invalid(f"no such file or folder: {', '.join(missing)}")
     try:
         sessions = adapter.read([p.expanduser() for p in args.paths])
-    except ValueError as exc:
-        raise Invalid(f"cannot read {adapter.display_name} sessions: {exc}") from None
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError, OSError) as exc:
+        # files that are not this agent's format: a clear one-line error, nothing stored
+        detail = f"{type(exc).__name__}: {exc}" if not isinstance(exc, ValueError) else str(exc)
+        raise Invalid(f"cannot read {adapter.display_name} sessions from "
+                      f"{', '.join(map(str, args.paths))} ({detail})") from None
+    empty = [s for s in sessions if not s.messages]
+    sessions = [s for s in sessions if s.messages]
+    if empty:  # files of another agent, or sessions with nothing in them: say so, store nothing
+        names = sorted({str(s.source_path or s.native_id) for s in empty})
+        print(f"skipped {len(empty)} session(s) with no {adapter.display_name} messages: "
+              + ", ".join(names[:5]) + (" …" if len(names) > 5 else ""), file=sys.stderr)
+    if not sessions:
+        raise Invalid(f"no {adapter.display_name} sessions with messages found in "
+                      f"{', '.join(map(str, args.paths))}")
     with service(settings) as svc:
         results = store_sessions(svc, sessions, project_id=args.project,
                                  on_progress=lambda done, total: progress(done, total, "importing"))
@@ -94,8 +107,6 @@ def import_(settings: Settings, args: argparse.Namespace) -> int:
             print(f"{r.native_id} → {r.session_id}: {r.messages} messages ({state})")
             if neutral.report is not None:
                 print("\n".join(neutral.report.render()))
-        if not results:
-            print(f"no {adapter.display_name} sessions found in {', '.join(map(str, args.paths))}")
     return 1 if any(r.error for r in results) else 0
 
 
