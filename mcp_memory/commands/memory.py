@@ -1,14 +1,171 @@
-"""Command group 'memory' — sub-commands are registered here (add_parsers) with their handlers."""
+"""Memory commands: search, recall (and the Claude Code SessionStart hook), synonyms, decisions,
+reindex. Thin: parse, call the service, print."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..config import Settings
+from .output import print_json, service
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
-    return None
+    search = sub.add_parser("search", help="search messages (as the search_messages tool)",
+                            description='Example: mcp-memory search "订单 超时" --project shop --since 30d')
+    search.add_argument("query", help='words (alternatives, ranked), "phrases" (required), -word (excluded)')
+    search.add_argument("--project", help="only this project")
+    search.add_argument("--agent", help="only sessions of this agent_source")
+    search.add_argument("--role", choices=["system", "user", "assistant", "tool"])
+    search.add_argument("--session", help="only this session (a fork: with its inherited history)")
+    search.add_argument("--since", help="RFC 3339 time, date, or age (7d, 12h)")
+    search.add_argument("--until", help="RFC 3339 time or date")
+    search.add_argument("--limit", type=int, default=10)
+    search.add_argument("--json", action="store_true", help="print one JSON document")
+
+    recall = sub.add_parser("recall", help="prompt-ready history block (as the recall tool); --hook for Claude Code",
+                            description="Example: mcp-memory recall 'should orders use a queue?' --project shop. "
+                                        "As a Claude Code SessionStart hook: mcp-memory recall --hook")
+    recall.add_argument("query", nargs="?", help="the task or question")
+    recall.add_argument("--project", help="only this project (hook: default is the git root's folder name)")
+    recall.add_argument("--limit", type=int, default=5)
+    recall.add_argument("--json", action="store_true")
+    recall.add_argument("--hook", action="store_true",
+                        help="read the hook JSON on stdin, print hookSpecificOutput; never fails")
+
+    synonyms = sub.add_parser("synonyms", help="synonym groups applied at query time",
+                              description="Example: mcp-memory synonyms add 消息队列 MQ 'message queue'")
+    syn_sub = synonyms.add_subparsers(dest="synonyms_command", metavar="ACTION", required=True)
+    add = syn_sub.add_parser("add", help="make the terms synonyms (merging their groups)")
+    add.add_argument("terms", nargs="+")
+    syn_sub.add_parser("list", help="print every group")
+    remove = syn_sub.add_parser("remove", help="remove terms from their groups")
+    remove.add_argument("terms", nargs="+")
+    for parser in (add, remove):
+        parser.add_argument("--json", action="store_true")
+    syn_sub.choices["list"].add_argument("--json", action="store_true")
+
+    decisions = sub.add_parser("decisions", help="list or search decisions (as search_decisions)",
+                               description="Example: mcp-memory decisions 消息队列 --status rejected")
+    decisions.add_argument("query", nargs="?")
+    decisions.add_argument("--project")
+    decisions.add_argument("--agent")
+    decisions.add_argument("--status", choices=["proposed", "accepted", "rejected", "superseded"])
+    decisions.add_argument("--type", dest="decision_type")
+    decisions.add_argument("--since")
+    decisions.add_argument("--limit", type=int, default=20)
+    decisions.add_argument("--json", action="store_true")
+
+    reindex = sub.add_parser("reindex", help="index messages stored before search existed")
+    reindex.add_argument("--project")
 
 
 def handlers() -> dict[str, Callable[..., int]]:
-    return {}
+    return {"search": search, "recall": recall, "synonyms": synonyms, "decisions": decisions, "reindex": reindex}
+
+
+def search(settings: Settings, args: argparse.Namespace) -> int:
+    with service(settings) as svc:
+        result = svc.search_messages(args.query, project_id=args.project, agent_source=args.agent, role=args.role,
+                                     session_id=args.session, since=args.since, until=args.until, limit=args.limit)
+    if args.json:
+        print_json(result)
+        return 0
+    for m in result.matches:
+        print(f"{m.created_at[:16]}  {m.session_id}#{m.seq}  {m.role:<9} {m.score:7.3f}  {m.session_title or ''}")
+        print(f"    {m.snippet}")
+    if not result.matches:
+        print("no matches")
+    return 0
+
+
+def recall(settings: Settings, args: argparse.Namespace) -> int:
+    if args.hook:
+        return hook(settings, args, sys.stdin.read())
+    if not args.query:
+        print("mcp-memory: [invalid] recall needs a QUERY (or --hook)", file=sys.stderr)
+        return 2
+    with service(settings) as svc:
+        result = svc.recall(args.query, project_id=args.project, limit=args.limit)
+    if args.json:
+        print_json(result)
+    else:
+        print(result.text or "nothing relevant in the history")
+    return 0
+
+
+def hook(settings: Settings, args: argparse.Namespace, stdin: str) -> int:
+    """Claude Code SessionStart: inject the project's recall block as additionalContext. A hook must
+    never break the agent, so any failure — bad input, no database, a bug — prints nothing, exit 0."""
+    try:
+        event = json.loads(stdin) if stdin.strip() else {}
+        project = args.project or project_of(event.get("cwd") or ".")
+        with service(settings) as svc:
+            if args.query:
+                result = svc.recall(args.query, project_id=project, limit=args.limit)
+            else:
+                result = svc.recall_digest(project_id=project, limit=args.limit)
+        if result.text:
+            output = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": result.text}}
+            print(json.dumps(output, ensure_ascii=False))
+    except Exception:  # noqa: BLE001 — the hook contract: silence rather than a failed session start
+        return 0
+    return 0
+
+
+def project_of(cwd: str) -> str:
+    """The project id for a directory: the name of its git root, else of the directory itself."""
+    path = Path(cwd).resolve()
+    for folder in (path, *path.parents):
+        if (folder / ".git").exists():
+            return folder.name
+    return path.name
+
+
+def synonyms(settings: Settings, args: argparse.Namespace) -> int:
+    with service(settings) as svc:
+        if args.synonyms_command == "add":
+            groups: Any = svc.add_synonyms(args.terms)
+        elif args.synonyms_command == "remove":
+            removed = svc.remove_synonyms(args.terms)
+            if args.json:
+                print_json({"removed": removed})
+            else:
+                print(f"removed {len(removed)}: {', '.join(removed)}" if removed else "nothing to remove")
+            return 0
+        else:
+            groups = svc.list_synonyms()
+    if args.json:
+        print_json({"groups": groups})
+    else:
+        for group in groups:
+            print(" = ".join(group))
+    return 0
+
+
+def decisions(settings: Settings, args: argparse.Namespace) -> int:
+    with service(settings) as svc:
+        result = svc.search_decisions(args.query, status=args.status, decision_type=args.decision_type,
+                                      project_id=args.project, agent_source=args.agent, since=args.since,
+                                      limit=args.limit)
+    if args.json:
+        print_json(result)
+        return 0
+    for d in result.decisions:
+        print(f"{d.created_at[:10]}  [{d.status}] {d.decision_type}: {d.summary}  ({d.decision_id} v{d.version})")
+        if d.rationale:
+            print(f"    why: {d.rationale}")
+    if not result.decisions:
+        print("no decisions")
+    return 0
+
+
+def reindex(settings: Settings, args: argparse.Namespace) -> int:
+    with service(settings) as svc:
+        count = svc.reindex_search(args.project)
+    print(f"indexed {count} message(s)")
+    return 0

@@ -12,8 +12,10 @@ from typing import Any
 from ..errors import Conflict, Invalid, NotFound
 from ..models import Message, MessageIn, format_time, parse_message
 from ..records import AppendManyResult, Page
+from ..search.index import index_message
 from ..store.db import Database
 from ..store.repo import NewMessage, Store
+from ..store.search_repo import IndexRow, SearchStore
 from .sanitize import Cleaner
 
 MAX_BATCH = 10_000
@@ -67,7 +69,9 @@ def payload_digest(payload: dict[str, Any]) -> bytes:
 
 
 def append(db: Database, session_id: str, batch: list[Prepared]) -> AppendManyResult:
-    """Store a batch in one transaction. Seq = last_seq + 1 … under the session row lock."""
+    """Store a batch in one transaction. Seq = last_seq + 1 … under the session row lock.
+    The search index is filled in the same transaction; tokenizing happens before it opens."""
+    docs = {item.append_id: index_message(item.payload) for item in batch}
     with db.transaction() as conn:
         store = Store(conn)
         locked = store.lock_session(session_id)
@@ -96,6 +100,8 @@ def append(db: Database, session_id: str, batch: list[Prepared]) -> AppendManyRe
         if rows:
             store.insert_messages(session_id, project_id, rows)
             store.set_last_seq(session_id, last_seq)
+            SearchStore(conn).index_messages(session_id, project_id, [
+                IndexRow(row.seq, row.role, row.created_at, docs[row.append_id]) for row in rows])
     return AppendManyResult(
         seqs=seqs,
         duplicates=duplicates,

@@ -6,9 +6,20 @@ from __future__ import annotations
 from typing import Any
 
 from ..config import Settings
+from ..memory_records import (
+    Agent,
+    ContextOut,
+    ContextSet,
+    Decision,
+    DecisionCreated,
+    DecisionList,
+    DecisionVersion,
+    MatchList,
+    Recall,
+)
 from ..records import AppendManyResult, AppendResult, Forked, Page, Session, SessionList, Snapshot
 from ..store.db import Database
-from . import messages, sessions, snapshots
+from . import context, decisions, messages, recall, search, sessions, snapshots
 from .sanitize import Cleaner
 
 
@@ -58,3 +69,56 @@ class Service:
 
     def load_snapshot(self, snapshot_id: int, meta: dict[str, Any] | None = None) -> Forked:
         return snapshots.fork(self.db, snapshot_id, meta)
+
+    # decisions, context, search, recall ---------------------------------------------------------
+    # (rules in core/decisions.py, core/context.py, core/search.py, core/recall.py)
+    def record_decision(self, session_id: str, decision_type: str, summary: str, **options: Any) -> DecisionCreated:
+        """options: status, rationale, message_seq, metadata, alternatives, supersedes, visibility."""
+        return decisions.record(self.db, session_id, decision_type, summary, **options)
+
+    def update_decision(self, decision_id: str, expected_version: int, **changes: Any) -> DecisionVersion:
+        """changes: status, summary, rationale, alternatives, metadata (merged)."""
+        return DecisionVersion(version=decisions.update(self.db, decision_id, expected_version, **changes))
+
+    def get_decision(self, decision_id: str) -> Decision:
+        return decisions.get(self.db, decision_id)
+
+    def search_decisions(self, query: str | None = None, **filters: Any) -> DecisionList:
+        """filters: status, decision_type, project_id, agent_source, session_id, since, until, limit."""
+        return DecisionList(decisions=decisions.search(self.db, query, **filters))
+
+    def set_context(self, session_id: str, key: str, value: Any) -> ContextSet:
+        return context.set_(self.db, session_id, key, value)
+
+    def get_context(self, session_id: str, key: str | None = None) -> ContextOut:
+        return context.get(self.db, session_id, key)
+
+    def search_messages(self, query: str, **filters: Any) -> MatchList:
+        """filters: project_id, agent_source, role, session_id, since, until, limit."""
+        return MatchList(matches=search.search_messages(self.db, query, **filters))
+
+    def recall(self, query: str, *, project_id: str | None = None, limit: int = 5) -> Recall:
+        return recall.recall(self.db, query, project_id=project_id, limit=limit)
+
+    def add_synonyms(self, terms: list[str]) -> list[list[str]]:
+        return search.add_synonyms(self.db, terms)
+
+    def remove_synonyms(self, terms: list[str]) -> list[str]:
+        return search.remove_synonyms(self.db, terms)
+
+    def list_synonyms(self) -> list[list[str]]:
+        return search.synonym_groups(self.db)
+
+    def list_agents(self) -> list[Agent]:
+        return context.list_agents(self.db)
+
+    def describe_agent(self, name: str, description: str) -> Agent:
+        return context.describe_agent(self.db, name, description)
+
+    def reindex_search(self, project_id: str | None = None) -> int:
+        """Index messages that have no search row yet (stored before the index existed)."""
+        return search.reindex(self.db, project_id)
+
+    def recall_digest(self, *, project_id: str | None, limit: int = 5) -> Recall:
+        """The recall block without a question: the project's latest decisions (session start)."""
+        return recall.digest(self.db, project_id=project_id, limit=limit)

@@ -1,0 +1,65 @@
+"""Session context: key/value facts of a session (seed 2 §2.2) — selected stack, constraints,
+related docs. Values are JSON; every set keeps the previous values as history."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..errors import Invalid, NotFound
+from ..memory_records import Agent, ContextOut, ContextSet
+from ..store.db import Database
+from ..store.memory_repo import MemoryStore
+from ..store.repo import Store
+
+MAX_KEY = 200
+MAX_VALUE_BYTES = 64 * 1024
+
+
+def check_key(key: Any) -> str:
+    if not isinstance(key, str) or not key.strip():
+        raise Invalid("key must be a non-empty string")
+    if len(key) > MAX_KEY:
+        raise Invalid(f"key must be at most {MAX_KEY} characters")
+    return key
+
+
+def set_(db: Database, session_id: str, key: Any, value: Any) -> ContextSet:
+    key = check_key(key)
+    try:
+        size = len(json.dumps(value, ensure_ascii=False).encode())
+    except (TypeError, ValueError):
+        raise Invalid("value must be JSON (a string, number, boolean, list or object)") from None
+    if size > MAX_VALUE_BYTES:
+        raise Invalid(f"value is {size} bytes; at most {MAX_VALUE_BYTES}")
+    with db.transaction() as conn:
+        stored = MemoryStore(conn).set_context(session_id, key, value)
+    if stored is None:
+        raise NotFound(f"session {session_id} does not exist")
+    return ContextSet(ok=True, revision=stored[0])
+
+
+def get(db: Database, session_id: str, key: Any = None) -> ContextOut:
+    """Current values (all keys, or one); with a key, also its history."""
+    if key is not None:
+        key = check_key(key)
+    with db.transaction() as conn:
+        if Store(conn).get_session(session_id) is None:
+            raise NotFound(f"session {session_id} does not exist")
+        store = MemoryStore(conn)
+        current = store.current_context(session_id, key)
+        history = store.context_history(session_id, key) if key is not None else None
+    return ContextOut(context={entry.key: entry.value for entry in current}, history=history)
+
+
+def list_agents(db: Database) -> list[Agent]:
+    """Agents known from sessions' agent_source (kept by a trigger), with their descriptions."""
+    with db.transaction() as conn:
+        return MemoryStore(conn).list_agents()
+
+
+def describe_agent(db: Database, name: Any, description: Any) -> Agent:
+    if not isinstance(name, str) or not name.strip() or not isinstance(description, str):
+        raise Invalid("an agent needs a non-empty name and a description string")
+    with db.transaction() as conn:
+        return MemoryStore(conn).describe_agent(name, description)

@@ -1,0 +1,199 @@
+"""Decisions: what was proposed, accepted, rejected or superseded, and why (seed 2 §2.3, §4.3, §6.1).
+
+A new decision that supersedes another marks the old one superseded in the same transaction.
+Updates are optimistic: the caller names the version it read; if it moved, the answer is [conflict]
+and the caller reads again (seed 2 §6.1)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from ..errors import Conflict, Invalid, NotFound
+from ..memory_records import Alternative, Decision, DecisionCreated
+from ..search import ranking
+from ..search.index import index_text
+from ..search.query import like_pattern, match_tsquery, parse, phrase_tsquery
+from ..store.db import Database
+from ..store.memory_repo import MemoryStore
+from ..store.repo import Store
+from ..store.search_repo import SearchStore
+from .search import check_limit, check_query, check_time
+
+STATUSES = ("proposed", "accepted", "rejected", "superseded")
+VISIBILITIES = ("private", "team", "public")
+MAX_TEXT = 10_000
+
+
+def new_decision_id() -> str:
+    return f"dec_{uuid.uuid4().hex}"
+
+
+def check_status(status: Any, field: str = "status") -> str:
+    if status not in STATUSES:
+        raise Invalid(f"{field} must be one of " + ", ".join(STATUSES))
+    return status
+
+
+def check_text(value: Any, field: str, *, required: bool = False, limit: int = MAX_TEXT) -> str | None:
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise Invalid(f"{field} must be a non-empty string" if required else f"{field} must be a string")
+    if len(value) > limit:
+        raise Invalid(f"{field} must be at most {limit} characters")
+    return value
+
+
+def check_alternatives(value: Any) -> list[dict[str, Any]]:
+    """A list of {option, why_not}; a plain string is an option without a reason."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise Invalid("alternatives must be a list of {option, why_not}")
+    result = []
+    for i, item in enumerate(value):
+        if isinstance(item, str):
+            item = {"option": item}
+        if isinstance(item, Alternative):
+            item = item.model_dump()
+        if not isinstance(item, dict) or not isinstance(item.get("option"), str) or not item["option"].strip():
+            raise Invalid(f"alternatives[{i}].option must be a non-empty string")
+        result.append(Alternative.model_validate(item).model_dump(exclude_none=True))
+    return result
+
+
+def check_metadata(value: Any) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise Invalid("metadata must be a JSON object")
+    return value
+
+
+def decision_text(decision_type: str, summary: str, rationale: str | None, alternatives: list[dict[str, Any]]) -> str:
+    """What a decision is found by: its type, summary, reason and the options it turned down."""
+    options = [f"{a['option']} {a.get('why_not') or ''}" for a in alternatives]
+    return "\n".join([decision_type, summary, rationale or "", *options])
+
+
+def record(
+    db: Database, session_id: str, decision_type: Any, summary: Any, *, status: Any = "accepted",
+    rationale: Any = None, message_seq: Any = None, metadata: Any = None, alternatives: Any = None,
+    supersedes: Any = None, visibility: Any = "team",
+) -> DecisionCreated:
+    decision_type = check_text(decision_type, "decision_type", required=True, limit=100)
+    summary = check_text(summary, "summary", required=True)
+    rationale = check_text(rationale, "rationale")
+    status = check_status(status)
+    alts = check_alternatives(alternatives)
+    if visibility not in VISIBILITIES:
+        raise Invalid("visibility must be one of " + ", ".join(VISIBILITIES))
+    if message_seq is not None and (not isinstance(message_seq, int) or isinstance(message_seq, bool) or message_seq < 1):
+        raise Invalid("message_seq must be a positive integer")
+    doc = index_text(decision_text(decision_type, summary, rationale, alts))
+    decision_id = new_decision_id()
+    with db.transaction() as conn:
+        session = Store(conn).get_session(session_id)
+        if session is None:
+            raise NotFound(f"session {session_id} does not exist")
+        if message_seq is not None and message_seq > session.last_seq:
+            raise Invalid(f"message_seq {message_seq} is beyond the session's last seq ({session.last_seq})")
+        store = MemoryStore(conn)
+        if supersedes is not None:
+            _supersede(store, supersedes, decision_id, session.project_id)
+        created = store.insert_decision(
+            session_id=session_id, decision_id=decision_id, project_id=session.project_id, message_seq=message_seq,
+            decision_type=decision_type, summary=summary, status=status, rationale=rationale, alternatives=alts,
+            supersedes=supersedes, metadata=check_metadata(metadata), visibility=visibility, tsv=doc.tsv,
+        )
+    return DecisionCreated(decision_id=created.decision_id, version=created.version)
+
+
+def _supersede(store: MemoryStore, old_id: Any, new_id: str, project_id: str) -> None:
+    if not isinstance(old_id, str):
+        raise Invalid("supersedes must be a decision id (dec_…)")
+    old = store.lock_decision(old_id)
+    if old is None:
+        raise NotFound(f"decision {old_id} does not exist")
+    if old.project_id != project_id:
+        raise Invalid(f"decision {old_id} belongs to another project ({old.project_id})")
+    if old.superseded_by is not None:
+        raise Conflict(f"decision {old_id} was already superseded by {old.superseded_by}")
+    store.supersede(old_id, new_id)
+
+
+def update(
+    db: Database, decision_id: str, expected_version: Any, *, status: Any = None, summary: Any = None,
+    rationale: Any = None, alternatives: Any = None, metadata: Any = None,
+) -> int:
+    """Change status / summary / rationale / alternatives / metadata (merged) if the version still matches."""
+    if not isinstance(expected_version, int) or isinstance(expected_version, bool) or expected_version < 1:
+        raise Invalid("expected_version must be a positive integer (the version you read)")
+    status = check_status(status) if status is not None else None
+    summary = check_text(summary, "summary", required=True) if summary is not None else None
+    rationale = check_text(rationale, "rationale")
+    alts = check_alternatives(alternatives) if alternatives is not None else None
+    extra = check_metadata(metadata)
+    with db.transaction() as conn:
+        store = MemoryStore(conn)
+        current = store.lock_decision(decision_id)
+        if current is None:
+            raise NotFound(f"decision {decision_id} does not exist")
+        if current.version != expected_version:
+            raise Conflict(f"decision {decision_id} is at version {current.version}, not {expected_version}: "
+                           "read it again (search_decisions) and decide whether your change still applies")
+        fields = {
+            "status": status or current.status,
+            "summary": summary or current.summary,
+            "rationale": rationale if rationale is not None else current.rationale,
+            "alternatives": alts if alts is not None else [a.model_dump(exclude_none=True) for a in current.alternatives],
+            "metadata": {**current.metadata, **extra},
+        }
+        fields["tsv"] = index_text(decision_text(current.decision_type, fields["summary"], fields["rationale"],
+                                                 fields["alternatives"])).tsv
+        version = store.update_decision(decision_id, expected_version, **fields)
+    assert version is not None  # the row is locked and its version checked above
+    return version
+
+
+def get(db: Database, decision_id: str) -> Decision:
+    with db.transaction() as conn:
+        decision = MemoryStore(conn).get_decision(decision_id)
+    if decision is None:
+        raise NotFound(f"decision {decision_id} does not exist")
+    return decision
+
+
+def search(
+    db: Database, query: Any = None, *, status: Any = None, decision_type: str | None = None,
+    project_id: str | None = None, agent_source: str | None = None, session_id: str | None = None,
+    since: Any = None, until: Any = None, limit: Any = 10,
+) -> list[Decision]:
+    """Keyword (any word, ranked; phrases and -exclusions as in search_messages) plus filters.
+    status: one status or a list. Without a query: newest first."""
+    text = check_query(query, required=False)
+    statuses = [status] if isinstance(status, str) else status
+    if statuses is not None:
+        statuses = [check_status(s) for s in statuses]
+    params: dict[str, Any] = {
+        "status": statuses, "decision_type": decision_type, "project_id": project_id, "agent_source": agent_source,
+        "session_id": session_id, "since": check_time(since, "since"), "until": check_time(until, "until"),
+        "limit": check_limit(limit), "terms": [], "weights": [], "match": None, "like": None, "exclude": None,
+    }
+    with db.transaction() as conn:
+        if text is not None:
+            params.update(_keyword_params(SearchStore(conn), text, project_id))
+        return MemoryStore(conn).search_decisions(params)
+
+
+def _keyword_params(store: SearchStore, text: str, project_id: str | None) -> dict[str, Any]:
+    parsed = parse(text, store.synonym_groups())
+    stats = store.term_stats(project_id, list(parsed.terms))
+    docs = max(stats.docs, 1)
+    # A term no message uses may still be in a decision: it gets the highest idf, not zero.
+    weights = {t: w * ranking.idf(min(stats.df.get(t, 0), docs), docs) for t, w in parsed.terms.items()}
+    terms = sorted(weights)
+    exclude = " | ".join(phrase_tsquery(g) for g in parsed.excluded) or None
+    return {"terms": terms, "weights": [weights[t] for t in terms], "match": match_tsquery(parsed, terms),
+            "like": like_pattern(text.strip()) if not parsed.excluded else None, "exclude": exclude}

@@ -1,0 +1,174 @@
+"""Search over messages: rules for arguments, BM25 candidates, neighbour credit, snippets
+(DESIGN.md decision 6). The scoring pieces are pure functions in mcp_memory.search."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from ..errors import Invalid, NotFound
+from ..memory_records import MessageMatch
+from ..models import ROLES, format_time
+from ..search import ranking
+from ..search.query import ParsedQuery, match_tsquery, parse, phrase_tsquery
+from ..search.snippet import snippet
+from ..search.text import payload_text
+from ..store.db import Database
+from ..store.repo import Store
+from ..store.search_repo import Scope, SearchStore
+
+MAX_QUERY_CHARS = 2000
+MAX_LIMIT = 100
+HIT_FETCH_FACTOR = 3  # neighbours and filters drop some keys: fetch more than asked, keep `limit`
+_RELATIVE = re.compile(r"^\s*(\d+)\s*([mhdw])\s*$")
+_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def check_query(query: Any, *, required: bool = True) -> str | None:
+    if query is None or (isinstance(query, str) and not query.strip() and not required):
+        return None
+    if not isinstance(query, str) or not query.strip():
+        raise Invalid("query must be a non-empty string")
+    if len(query) > MAX_QUERY_CHARS:
+        raise Invalid(f"query must be at most {MAX_QUERY_CHARS} characters")
+    return query
+
+
+def check_limit(limit: Any, *, maximum: int = MAX_LIMIT) -> int:
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= maximum:
+        raise Invalid(f"limit must be an integer from 1 to {maximum}")
+    return limit
+
+
+def check_time(value: Any, field: str, *, now: datetime | None = None) -> datetime | None:
+    """RFC 3339 / ISO 8601 (a date alone is midnight UTC), or a relative age: 30m, 12h, 7d, 2w."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if not isinstance(value, str):
+        raise Invalid(f"{field} must be an RFC 3339 time or an age such as 7d")
+    relative = _RELATIVE.match(value)
+    if relative:
+        amount, unit = int(relative.group(1)), relative.group(2)
+        return (now or datetime.now(UTC)) - timedelta(**{_UNITS[unit]: amount})
+    try:
+        parsed = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise Invalid(f"{field} must be an RFC 3339 time (2026-01-31T12:00:00Z) or an age such as 7d") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def check_role(role: Any) -> str | None:
+    if role is not None and role not in ROLES:
+        raise Invalid("role must be one of " + ", ".join(ROLES))
+    return role
+
+
+def required_tsquery(parsed: ParsedQuery) -> str | None:
+    """What every result must satisfy: the phrases, and none of the excluded words."""
+    clauses = [phrase_tsquery(p) for p in parsed.phrases]
+    clauses += ["!" + phrase_tsquery(group) for group in parsed.excluded]
+    return " & ".join(clauses) or None
+
+
+def search_messages(
+    db: Database, query: Any, *, project_id: str | None = None, agent_source: str | None = None,
+    role: str | None = None, session_id: str | None = None, since: Any = None, until: Any = None, limit: Any = 10,
+) -> list[MessageMatch]:
+    text = check_query(query)
+    limit = check_limit(limit)
+    scope = Scope(project_id=project_id, agent_source=agent_source, role=check_role(role),
+                  since=check_time(since, "since"), until=check_time(until, "until"))
+    with db.transaction() as conn:
+        store = SearchStore(conn)
+        if session_id is not None:
+            scope = replace(scope, segments=_segments(Store(conn), session_id))
+        parsed = parse(text, store.synonym_groups())
+        stats = store.term_stats(project_id, list(parsed.terms))
+        weights = ranking.term_weights(parsed.terms, stats)
+        match = match_tsquery(parsed, ranking.matching_terms(weights, stats))
+        if match is None or not weights:
+            return []
+        # The role filter applies to results, not to candidates: an assistant turn is often found
+        # through the user turn before it (neighbour credit).
+        candidates = store.candidates(scope=replace(scope, role=None), match=match, weights=weights,
+                                      avg_len=stats.avg_len,
+                                      k1=ranking.K1, b=ranking.B, pool=ranking.POOL)
+        scores = ranking.with_neighbours({(c.session_id, c.seq): c.score for c in candidates if c.score > 0})
+        keys = ranking.top_keys(scores, limit * HIT_FETCH_FACTOR)
+        rows = store.hits(scope=scope, keys=keys, required=required_tsquery(parsed)) if keys else []
+    by_key = {(r["session_id"], r["seq"]): r for r in rows}
+    ordered = ranking.final_order((key, scores[key], row["created_at"]) for key, row in by_key.items())
+    return [_match(by_key[key], score, parsed) for key, score in ordered[:limit]]
+
+
+def _segments(store: Store, session_id: str) -> list[tuple[str, int, int]]:
+    segments = store.lineage(session_id)
+    if not segments:
+        raise NotFound(f"session {session_id} does not exist")
+    return [(s.session_id, s.lower, s.upper if s.upper is not None else 2**62) for s in segments]
+
+
+def _match(row: dict[str, Any], score: float, parsed: ParsedQuery) -> MessageMatch:
+    return MessageMatch(
+        session_id=row["session_id"], seq=row["seq"], role=row["role"],
+        snippet=snippet(payload_text(row["payload"]), parsed.terms),
+        created_at=format_time(row["created_at"]), session_title=row["title"], project_id=row["project_id"],
+        agent_source=row["agent_source"], score=round(score, 6),
+    )
+
+
+# synonyms and index maintenance -------------------------------------------------------------------
+def _synonym_terms(terms: Any, *, minimum: int) -> list[str]:
+    if not isinstance(terms, (list, tuple)) or len(terms) < minimum:
+        raise Invalid(f"give at least {minimum} term(s)")
+    cleaned = []
+    for term in terms:
+        if not isinstance(term, str) or not term.strip() or len(term.strip()) > 200:
+            raise Invalid("a synonym must be a non-empty string of at most 200 characters")
+        cleaned.append(" ".join(term.split()).lower())
+    return sorted(set(cleaned))
+
+
+def add_synonyms(db: Database, terms: Any) -> list[list[str]]:
+    """Make the terms (and the groups they already belong to) one group; returns all groups."""
+    cleaned = _synonym_terms(terms, minimum=2)
+    with db.transaction() as conn:
+        store = SearchStore(conn)
+        store.add_synonyms(cleaned)
+        return store.synonym_groups()
+
+
+def remove_synonyms(db: Database, terms: Any) -> list[str]:
+    cleaned = _synonym_terms(terms, minimum=1)
+    with db.transaction() as conn:
+        return SearchStore(conn).remove_synonyms(cleaned)
+
+
+def synonym_groups(db: Database) -> list[list[str]]:
+    with db.transaction() as conn:
+        return SearchStore(conn).synonym_groups()
+
+
+def reindex(db: Database, project_id: str | None = None, *, batch: int = 2000) -> int:
+    """Index messages stored without a search row (e.g. before migration 0003); returns how many."""
+    from ..search.index import index_message
+    from ..store.search_repo import IndexRow
+
+    total = 0
+    while True:
+        with db.transaction() as conn:
+            store = SearchStore(conn)
+            rows = store.unindexed(project_id, batch)
+            by_session: dict[tuple[str, str], list[IndexRow]] = {}
+            for row in rows:
+                by_session.setdefault((row["session_id"], row["project_id"]), []).append(
+                    IndexRow(row["seq"], row["role"], row["created_at"], index_message(row["payload"])))
+            for (session_id, project), items in by_session.items():
+                store.index_messages(session_id, project, items)
+        total += len(rows)
+        if len(rows) < batch:
+            return total

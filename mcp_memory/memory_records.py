@@ -1,0 +1,108 @@
+"""What the memory features return: decisions, context, search matches, recall (also the MCP
+output schemas of memory_tools)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+DecisionStatus = Literal["proposed", "accepted", "rejected", "superseded"]
+Visibility = Literal["private", "team", "public"]
+
+
+class Alternative(BaseModel):
+    option: str = Field(description="An option that was considered.")
+    why_not: str | None = Field(default=None, description="Why it was not chosen.")
+
+
+class Decision(BaseModel):
+    decision_id: str
+    session_id: str
+    project_id: str
+    message_seq: int | None = Field(default=None, description="The message the decision came from.")
+    decision_type: str
+    summary: str
+    status: DecisionStatus
+    rationale: str | None = None
+    alternatives: list[Alternative] = Field(default_factory=list)
+    supersedes: str | None = Field(default=None, description="The decision this one replaced.")
+    superseded_by: str | None = Field(default=None, description="The decision that replaced this one.")
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    visibility: Visibility = "team"
+    version: int = Field(description="Pass as expected_version to update_decision.")
+    agent_source: str | None = None
+    session_title: str | None = None
+    created_at: str
+    updated_at: str
+    score: float | None = Field(default=None, description="Relevance to the query (search only).")
+
+
+class DecisionCreated(BaseModel):
+    decision_id: str
+    version: int
+
+
+class DecisionVersion(BaseModel):
+    version: int
+
+
+class DecisionList(BaseModel):
+    decisions: list[Decision]
+
+
+class ContextSet(BaseModel):
+    ok: bool = True
+    revision: int = Field(description="1 for the first value of the key, then +1 per set_context.")
+
+
+class ContextEntry(BaseModel):
+    key: str
+    revision: int
+    value: Any
+    created_at: str
+
+
+class ContextOut(BaseModel):
+    context: dict[str, Any] = Field(description="Current value of every key (or of the key asked for).")
+    history: list[ContextEntry] | None = Field(
+        default=None, description="Every value the key had, oldest first (only when a key is given).")
+
+
+class MessageMatch(BaseModel):
+    session_id: str = Field(description="The session that holds the message (for an inherited message of a "
+                                        "fork: the ancestor it was written in).")
+    seq: int
+    role: str
+    snippet: str = Field(description="The best part of the message, query terms as **term**.")
+    created_at: str
+    session_title: str | None = None
+    project_id: str
+    agent_source: str | None = None
+    score: float
+
+
+class MatchList(BaseModel):
+    matches: list[MessageMatch]
+
+
+class RecallItem(BaseModel):
+    kind: Literal["decision", "message"]
+    text: str = Field(description="The line as it appears in the block (dated, ≤ 200 characters).")
+    date: str
+    session_id: str
+    seq: int | None = None
+    decision_id: str | None = None
+    status: DecisionStatus | None = None
+    score: float
+
+
+class Recall(BaseModel):
+    text: str = Field(description="Prompt-ready block: decisions first, then messages; empty when nothing matched.")
+    items: list[RecallItem]
+
+
+class Agent(BaseModel):
+    name: str
+    description: str
+    created_at: str

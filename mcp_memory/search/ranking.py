@@ -1,0 +1,88 @@
+"""Ranking rules, pure: BM25 weights, candidate selection, neighbour credit, recency, ties.
+
+What DESIGN.md decision 6 measured, and how it shows here:
+- BM25 (k1 1.2, b 0.5) with per-project term statistics — the store computes the sum over a
+  message's terms with the weights given by `term_weights` (query weight × idf);
+- a turn's neighbours (previous and next turn of the same session) count at half weight:
+  questions rarely use the words of the one turn that answers — `with_neighbours`;
+- recency only separates near-equal scores — `final_order`;
+- ties are broken deterministically (score, then created_at, session_id, seq).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+K1 = 1.2
+B = 0.5
+NEIGHBOUR_WEIGHT = 0.5
+RECENCY_WEIGHT = 0.05  # at most +5 %: enough to order near-equal scores newest first
+RECENCY_DAYS = 90.0
+POOL = 300  # candidates scored exactly by BM25
+SELECTIVE_DF = 1000  # terms rarer than this choose the candidates when the query has any
+
+Key = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class TermStats:
+    docs: int
+    total_len: int
+    df: dict[str, int]
+
+    @property
+    def avg_len(self) -> float:
+        return self.total_len / self.docs if self.docs else 1.0
+
+
+def idf(df: int, docs: int) -> float:
+    return math.log(1.0 + (docs - df + 0.5) / (df + 0.5))
+
+
+def term_weights(terms: dict[str, float], stats: TermStats) -> dict[str, float]:
+    """Query weight × idf for every term that occurs at least once (the others cannot match)."""
+    docs = max(stats.docs, 1)
+    return {t: w * idf(stats.df[t], docs) for t, w in terms.items() if stats.df.get(t, 0) > 0}
+
+
+def matching_terms(weights: dict[str, float], stats: TermStats) -> list[str]:
+    """The terms whose documents become candidates. When some terms are selective, documents that
+    hold only very common terms cannot reach the top and are not fetched (the idea of MaxScore),
+    which keeps a query over millions of messages within a few thousand candidates."""
+    selective = [t for t in weights if stats.df.get(t, 0) <= SELECTIVE_DF]
+    return sorted(selective or weights)
+
+
+def with_neighbours(own: dict[Key, float]) -> dict[Key, float]:
+    """Each turn's own score plus half of its neighbours' (turns next to a hit become hits too)."""
+    total = dict(own)
+    for (session_id, seq), score in own.items():
+        for neighbour in ((session_id, seq - 1), (session_id, seq + 1)):
+            if neighbour[1] >= 1:
+                total[neighbour] = total.get(neighbour, 0.0) + NEIGHBOUR_WEIGHT * score
+    return total
+
+
+def top_keys(scores: dict[Key, float], count: int) -> list[Key]:
+    return sorted(scores, key=lambda k: (-scores[k], k))[:count]
+
+
+def recency_factor(created_at: datetime, newest: datetime) -> float:
+    """1 … 1 + RECENCY_WEIGHT, relative to the newest result (not to now: the same query over the
+    same data gives the same order tomorrow)."""
+    age_days = max((newest - created_at).total_seconds(), 0.0) / 86400.0
+    return 1.0 + RECENCY_WEIGHT * math.exp(-age_days / RECENCY_DAYS)
+
+
+def final_order(items: Iterable[tuple[Key, float, datetime]]) -> list[tuple[Key, float]]:
+    """Score × recency, then created_at (newest first), session_id, seq: one order, always."""
+    items = list(items)
+    if not items:
+        return []
+    newest = max(created for _, _, created in items)
+    scored = [(key, round(score * recency_factor(created, newest), 9), created) for key, score, created in items]
+    scored.sort(key=lambda item: (-item[1], -item[2].timestamp(), item[0]))
+    return [(key, score) for key, score, _ in scored]

@@ -1,0 +1,24 @@
+"""The searchable text of a stored message: what a person would read in it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+MAX_INDEXED_CHARS = 32_000  # a 1 MB tool output is indexed by its beginning, not tokenized whole
+
+
+def payload_text(payload: dict[str, Any], *, limit: int = MAX_INDEXED_CHARS) -> str:
+    """Content text, tool-call names and arguments, and readable thinking, in that order."""
+    pieces: list[str] = []
+    content = payload.get("content")
+    if isinstance(content, str):
+        pieces.append(content)
+    elif isinstance(content, list):
+        pieces.extend(part["text"] for part in content if isinstance(part, dict) and isinstance(part.get("text"), str))
+    for call in payload.get("tool_calls") or []:
+        function = call.get("function") or {} if isinstance(call, dict) else {}
+        pieces.append(f"{function.get('name', '')} {function.get('arguments', '')}".strip())
+    thinking = payload.get("thinking")
+    if isinstance(thinking, dict) and not thinking.get("encrypted") and isinstance(thinking.get("content"), str):
+        pieces.append(thinking["content"])
+    return "\n".join(p for p in pieces if p)[:limit]

@@ -1,0 +1,107 @@
+"""Storage for decisions, session context and agents (queries in queries/memory.sql)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+from ..memory_records import Agent, ContextEntry, Decision
+from ..models import format_time
+from .sql import q
+
+
+class MemoryStore:
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self.conn = conn
+
+    def _one(self, name: str, params: dict[str, Any]) -> dict[str, Any] | None:
+        with self.conn.cursor(row_factory=dict_row) as cur:
+            return cur.execute(q(name), params).fetchone()
+
+    def _all(self, name: str, params: dict[str, Any], *, prepare: bool | None = None) -> list[dict[str, Any]]:
+        with self.conn.cursor(row_factory=dict_row) as cur:
+            return cur.execute(q(name), params, prepare=prepare).fetchall()
+
+    # decisions ----------------------------------------------------------------------------------
+    def insert_decision(self, **fields: Any) -> Decision:
+        fields["alternatives"] = Jsonb(fields["alternatives"])
+        fields["metadata"] = Jsonb(fields["metadata"])
+        row = self._one("decision_insert", fields)
+        assert row is not None  # INSERT … RETURNING
+        return decision_record(row)
+
+    def lock_decision(self, decision_id: str) -> Decision | None:
+        row = self._one("decision_lock", {"decision_id": decision_id})
+        return decision_record(row) if row else None
+
+    def get_decision(self, decision_id: str) -> Decision | None:
+        row = self._one("decision_get", {"decision_id": decision_id})
+        return decision_record(row) if row else None
+
+    def supersede(self, decision_id: str, superseded_by: str) -> None:
+        self.conn.execute(q("decision_supersede"), {"decision_id": decision_id, "superseded_by": superseded_by})
+
+    def update_decision(self, decision_id: str, expected_version: int, **fields: Any) -> int | None:
+        params = {**fields, "decision_id": decision_id, "expected_version": expected_version,
+                  "alternatives": Jsonb(fields["alternatives"]), "metadata": Jsonb(fields["metadata"])}
+        row = self._one("decision_update", params)
+        return row["version"] if row else None
+
+    def search_decisions(self, params: dict[str, Any]) -> list[Decision]:
+        # unprepared: the optional filters must be planned with their actual values
+        return [decision_record(row) for row in self._all("decision_search", params, prepare=False)]
+
+    # session context ----------------------------------------------------------------------------
+    def set_context(self, session_id: str, key: str, value: Any) -> tuple[int, str] | None:
+        self.conn.execute(q("context_lock"), {"session_id": session_id, "key": key})
+        row = self._one("context_insert", {"session_id": session_id, "key": key, "value": Jsonb(value)})
+        return (row["revision"], format_time(row["created_at"])) if row else None
+
+    def current_context(self, session_id: str, key: str | None) -> list[ContextEntry]:
+        rows = self._all("context_current", {"session_id": session_id, "key": key})
+        return [context_record(row) for row in rows]
+
+    def context_history(self, session_id: str, key: str) -> list[ContextEntry]:
+        return [context_record(row) for row in self._all("context_history", {"session_id": session_id, "key": key})]
+
+    # agents -------------------------------------------------------------------------------------
+    def list_agents(self) -> list[Agent]:
+        return [Agent(name=r["name"], description=r["description"], created_at=format_time(r["created_at"]))
+                for r in self._all("agents_list", {})]
+
+    def describe_agent(self, name: str, description: str) -> Agent:
+        row = self._one("agent_describe", {"name": name, "description": description})
+        assert row is not None  # upsert … RETURNING
+        return Agent(name=row["name"], description=row["description"], created_at=format_time(row["created_at"]))
+
+
+def decision_record(row: dict[str, Any]) -> Decision:
+    return Decision(
+        decision_id=row["decision_id"],
+        session_id=row["session_id"],
+        project_id=row["project_id"],
+        message_seq=row["message_seq"],
+        decision_type=row["decision_type"],
+        summary=row["summary"],
+        status=row["status"],
+        rationale=row["rationale"],
+        alternatives=row["alternatives"],
+        supersedes=row["supersedes"],
+        superseded_by=row["superseded_by"],
+        metadata=row["metadata"],
+        visibility=row["visibility"],
+        version=row["version"],
+        agent_source=row.get("agent_source"),
+        session_title=row.get("session_title"),
+        created_at=format_time(row["created_at"]),
+        updated_at=format_time(row["updated_at"]),
+        score=float(row["score"]) if row.get("score") is not None else None,
+    )
+
+
+def context_record(row: dict[str, Any]) -> ContextEntry:
+    return ContextEntry(key=row["key"], revision=row["revision"], value=row["value"],
+                        created_at=format_time(row["created_at"]))

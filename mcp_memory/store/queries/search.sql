@@ -1,0 +1,104 @@
+-- name: search_index_message
+INSERT INTO message_search (session_id, seq, project_id, role, created_at, doc_len, tsv)
+VALUES (%(session_id)s, %(seq)s, %(project_id)s, %(role)s, coalesce(%(created_at)s, now()), %(doc_len)s,
+        %(tsv)s::tsvector);
+
+-- name: search_copy_messages
+COPY message_search (session_id, seq, project_id, role, created_at, doc_len, tsv) FROM STDIN;
+
+-- name: search_add_term_stats
+-- Sorted, so that two transactions lock shared rows in the same order (no deadlock).
+INSERT INTO search_term_stats AS s (project_id, term, shard, df)
+SELECT %(project_id)s, t.term, %(shard)s, t.df
+FROM unnest(%(terms)s::text[], %(dfs)s::bigint[]) AS t(term, df)
+ORDER BY t.term
+ON CONFLICT (term, project_id, shard) DO UPDATE SET df = s.df + excluded.df;
+
+-- name: search_add_doc_stats
+INSERT INTO search_doc_stats AS s (project_id, shard, docs, total_len)
+VALUES (%(project_id)s, %(shard)s, %(docs)s, %(total_len)s)
+ON CONFLICT (project_id, shard) DO UPDATE SET docs = s.docs + excluded.docs, total_len = s.total_len + excluded.total_len;
+
+-- name: search_term_df
+SELECT term, sum(df)::bigint AS df FROM search_term_stats
+WHERE term = ANY(%(terms)s::text[]) AND (%(project_id)s::text IS NULL OR project_id = %(project_id)s)
+GROUP BY term;
+
+-- name: search_doc_totals
+SELECT coalesce(sum(docs), 0)::bigint AS docs, coalesce(sum(total_len), 0)::bigint AS total_len
+FROM search_doc_stats WHERE %(project_id)s::text IS NULL OR project_id = %(project_id)s;
+
+-- name: search_candidates
+-- Stage 1 picks at most %(pool)s candidates with the GIN index and the filters; stage 2 scores
+-- them by BM25 over the query's terms (weights = query weight × idf, computed by the core).
+WITH candidates AS (
+    SELECT m.session_id, m.seq, m.created_at, m.doc_len, m.tsv
+    FROM message_search m
+    WHERE m.tsv @@ %(match)s::tsquery
+      AND (%(project_id)s::text IS NULL OR m.project_id = %(project_id)s)
+      AND (%(role)s::text IS NULL OR m.role = %(role)s)
+      AND (%(since)s::timestamptz IS NULL OR m.created_at >= %(since)s)
+      AND (%(until)s::timestamptz IS NULL OR m.created_at < %(until)s)
+      AND (%(agent_source)s::text IS NULL
+           OR m.session_id IN (SELECT session_id FROM sessions WHERE agent_source = %(agent_source)s))
+      AND (%(seg_sessions)s::text[] IS NULL OR (m.session_id = ANY(%(seg_sessions)s::text[]) AND EXISTS (
+            SELECT 1 FROM unnest(%(seg_sessions)s::text[], %(seg_lower)s::bigint[], %(seg_upper)s::bigint[])
+                          AS g(sid, lo, hi)
+            WHERE g.sid = m.session_id AND m.seq > g.lo AND m.seq <= g.hi)))
+    ORDER BY ts_rank(m.tsv, %(match)s::tsquery) DESC, m.created_at DESC, m.session_id, m.seq
+    LIMIT %(pool)s
+)
+SELECT c.session_id, c.seq, c.created_at,
+       (SELECT coalesce(sum(w.weight * x.tf * (%(k1)s::float8 + 1)
+                            / (x.tf + %(k1)s::float8 * (1 - %(b)s::float8 + %(b)s::float8 * c.doc_len / %(avg_len)s::float8))), 0)
+        FROM (SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf FROM unnest(c.tsv) AS u) AS x
+        JOIN unnest(%(terms)s::text[], %(weights)s::float8[]) AS w(term, weight) ON w.term = x.lexeme) AS score
+FROM candidates c;
+
+-- name: search_hits
+-- The rows to show, with the same filters (a neighbour of a hit must pass them too) and the
+-- required phrases / exclusions (%(required)s).
+SELECT m.session_id, m.seq, m.role, m.payload, m.created_at, s.title, s.agent_source, s.project_id
+FROM unnest(%(sessions)s::text[], %(seqs)s::bigint[]) AS k(session_id, seq)
+JOIN message_search ms ON ms.session_id = k.session_id AND ms.seq = k.seq
+JOIN messages m ON m.session_id = k.session_id AND m.seq = k.seq
+JOIN sessions s ON s.session_id = m.session_id
+WHERE (%(required)s::tsquery IS NULL OR ms.tsv @@ %(required)s::tsquery)
+  AND (%(project_id)s::text IS NULL OR ms.project_id = %(project_id)s)
+  AND (%(role)s::text IS NULL OR ms.role = %(role)s)
+  AND (%(since)s::timestamptz IS NULL OR ms.created_at >= %(since)s)
+  AND (%(until)s::timestamptz IS NULL OR ms.created_at < %(until)s)
+  AND (%(agent_source)s::text IS NULL OR s.agent_source = %(agent_source)s)
+  AND (%(seg_sessions)s::text[] IS NULL OR EXISTS (
+        SELECT 1 FROM unnest(%(seg_sessions)s::text[], %(seg_lower)s::bigint[], %(seg_upper)s::bigint[])
+                      AS g(sid, lo, hi)
+        WHERE g.sid = ms.session_id AND ms.seq > g.lo AND ms.seq <= g.hi));
+
+-- name: search_unindexed
+-- Messages stored before the search index existed (or by a path that bypassed it): reindex fills them.
+SELECT m.session_id, m.seq, m.project_id, m.role, m.payload, m.created_at
+FROM messages m
+WHERE (%(project_id)s::text IS NULL OR m.project_id = %(project_id)s)
+  AND NOT EXISTS (SELECT 1 FROM message_search ms WHERE ms.session_id = m.session_id AND ms.seq = m.seq)
+ORDER BY m.session_id, m.seq
+LIMIT %(limit)s;
+
+-- name: synonym_groups
+SELECT group_id, array_agg(term ORDER BY term) AS terms FROM synonyms GROUP BY group_id ORDER BY group_id;
+
+-- name: synonym_find
+SELECT term, group_id FROM synonyms WHERE term = ANY(%(terms)s::text[]) FOR UPDATE;
+
+-- name: synonym_new_group
+SELECT nextval('synonym_groups');
+
+-- name: synonym_merge
+-- Every given term, and every term of the groups they were in, join one group.
+UPDATE synonyms SET group_id = %(group_id)s WHERE group_id = ANY(%(groups)s::bigint[]);
+
+-- name: synonym_insert
+INSERT INTO synonyms (term, group_id) SELECT t, %(group_id)s FROM unnest(%(terms)s::text[]) AS t
+ON CONFLICT (term) DO UPDATE SET group_id = excluded.group_id;
+
+-- name: synonym_remove
+DELETE FROM synonyms WHERE term = ANY(%(terms)s::text[]) RETURNING term;

@@ -1,0 +1,140 @@
+"""Storage for search: the message index, BM25 statistics, candidate scoring, synonyms.
+
+Only store/ touches psycopg. Every search statement runs unprepared (`prepare=False`): its
+`(%(x)s IS NULL OR …)` filters must be planned with the actual values, never as a generic plan.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+
+from ..search.index import IndexedText
+from ..search.ranking import TermStats
+from .sql import q
+
+SHARDS = 8
+
+
+def shard_of(session_id: str) -> int:
+    return zlib.crc32(session_id.encode()) % SHARDS
+
+
+@dataclass(frozen=True)
+class IndexRow:
+    seq: int
+    role: str
+    created_at: datetime | None
+    doc: IndexedText
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Filters shared by candidate search and hit fetching; segments = fork lineage of one session."""
+
+    project_id: str | None = None
+    agent_source: str | None = None
+    role: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    segments: list[tuple[str, int, int]] | None = None
+
+    def params(self) -> dict[str, Any]:
+        segs = self.segments
+        return {
+            "project_id": self.project_id, "agent_source": self.agent_source, "role": self.role,
+            "since": self.since, "until": self.until,
+            "seg_sessions": [s[0] for s in segs] if segs is not None else None,
+            "seg_lower": [s[1] for s in segs] if segs is not None else None,
+            "seg_upper": [s[2] for s in segs] if segs is not None else None,
+        }
+
+
+@dataclass(frozen=True)
+class Candidate:
+    session_id: str
+    seq: int
+    created_at: datetime
+    score: float
+
+
+class SearchStore:
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self.conn = conn
+
+    def _all(self, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        with self.conn.cursor(row_factory=dict_row) as cur:
+            return cur.execute(q(name), params, prepare=False).fetchall()
+
+    # indexing (inside the append transaction) ---------------------------------------------------
+    def index_messages(self, session_id: str, project_id: str, rows: Sequence[IndexRow]) -> None:
+        if not rows:
+            return
+        if len(rows) == 1:
+            row = rows[0]
+            self.conn.execute(q("search_index_message"), {
+                "session_id": session_id, "seq": row.seq, "project_id": project_id, "role": row.role,
+                "created_at": row.created_at, "doc_len": row.doc.length, "tsv": row.doc.tsv})
+        else:
+            now = self.conn.execute("SELECT now()").fetchone()[0]
+            with self.conn.cursor() as cur, cur.copy(q("search_copy_messages")) as copy:
+                for row in rows:
+                    copy.write_row((session_id, row.seq, project_id, row.role, row.created_at or now,
+                                    row.doc.length, row.doc.tsv))
+        self.add_stats(session_id, project_id, [row.doc for row in rows])
+
+    def add_stats(self, session_id: str, project_id: str, docs: Sequence[IndexedText]) -> None:
+        df = Counter(term for doc in docs for term in doc.terms)
+        shard = shard_of(session_id)
+        if df:
+            terms = sorted(df)
+            self.conn.execute(q("search_add_term_stats"), {
+                "project_id": project_id, "shard": shard, "terms": terms, "dfs": [df[t] for t in terms]})
+        self.conn.execute(q("search_add_doc_stats"), {
+            "project_id": project_id, "shard": shard, "docs": len(docs), "total_len": sum(d.length for d in docs)})
+
+    def unindexed(self, project_id: str | None, limit: int) -> list[dict[str, Any]]:
+        return self._all("search_unindexed", {"project_id": project_id, "limit": limit})
+
+    # querying -----------------------------------------------------------------------------------
+    def term_stats(self, project_id: str | None, terms: Sequence[str]) -> TermStats:
+        params = {"project_id": project_id, "terms": list(terms)}
+        totals = self._all("search_doc_totals", params)[0]
+        df = {row["term"]: row["df"] for row in self._all("search_term_df", params)} if terms else {}
+        return TermStats(docs=totals["docs"], total_len=totals["total_len"], df=df)
+
+    def candidates(
+        self, *, scope: Scope, match: str, weights: dict[str, float], avg_len: float, k1: float, b: float, pool: int
+    ) -> list[Candidate]:
+        terms = sorted(weights)
+        params = {**scope.params(), "match": match, "terms": terms, "weights": [weights[t] for t in terms],
+                  "avg_len": avg_len, "k1": k1, "b": b, "pool": pool}
+        return [Candidate(r["session_id"], r["seq"], r["created_at"], float(r["score"]))
+                for r in self._all("search_candidates", params)]
+
+    def hits(self, *, scope: Scope, keys: Sequence[tuple[str, int]], required: str | None) -> list[dict[str, Any]]:
+        params = {**scope.params(), "sessions": [k[0] for k in keys], "seqs": [k[1] for k in keys],
+                  "required": required}
+        return self._all("search_hits", params)
+
+    # synonyms -----------------------------------------------------------------------------------
+    def synonym_groups(self) -> list[list[str]]:
+        return [row["terms"] for row in self._all("synonym_groups", {})]
+
+    def add_synonyms(self, terms: Sequence[str]) -> None:
+        found = self._all("synonym_find", {"terms": list(terms)})
+        groups = sorted({row["group_id"] for row in found})
+        group_id = groups[0] if groups else self.conn.execute(q("synonym_new_group")).fetchone()[0]
+        if len(groups) > 1:
+            self.conn.execute(q("synonym_merge"), {"group_id": group_id, "groups": groups[1:]})
+        self.conn.execute(q("synonym_insert"), {"group_id": group_id, "terms": list(terms)})
+
+    def remove_synonyms(self, terms: Sequence[str]) -> list[str]:
+        return [row["term"] for row in self._all("synonym_remove", {"terms": list(terms)})]

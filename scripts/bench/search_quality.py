@@ -1,0 +1,191 @@
+"""Search quality: recall@1/5/10 and MRR per category and overall, at turn level.
+
+Usage:
+    python scripts/bench/search_quality.py [DATASET] [--mode fts|recall] [--dsn DSN] [--json] [--misses]
+
+DATASET defaults to scripts/bench/data/memory_qa.json. Without --dsn a temporary embedded PostgreSQL
+is started (and stopped). With --dsn the role must be allowed to CREATE DATABASE: the run imports
+into a new database and drops it afterwards (--keep to look at it).
+
+Modes: `fts` ranks messages with search_messages (the full-text search of DESIGN.md decision 6);
+`recall` ranks the turns behind the recall block's items (decisions count by the turn they cite).
+A later semantic or hybrid search adds its mode to RANKERS and reuses everything else.
+
+Dataset format (JSON, UTF-8):
+    {"name", "version", "description",
+     "synonyms": [["消息队列", "MQ", …], …],                       # optional, applied before the run
+     "conversations": [{"id", "project", "agent",
+                        "sessions": [{"id", "title",
+                                      "turns": [{"id", "role", "content", "date" (RFC 3339)}, …],
+                                      "decisions": [{"id", "type", "summary", "status", "rationale"?,
+                                                     "turn" (turn id)?, "supersedes" (decision id)?}, …]}]}],
+     "questions": [{"id", "question", "project"?, "category", "answer_turns": [turn id, …]}, …]}
+A question is answered at rank r when the r-th ranked turn is one of its answer_turns. Turns are
+imported through the normal append path (append_messages with append_id = turn id).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+
+import psycopg
+from psycopg.conninfo import make_conninfo
+
+from mcp_memory.app import build
+from mcp_memory.config import load_settings
+from mcp_memory.core.service import Service
+from mcp_memory.store import embedded, migrate
+
+DEFAULT = Path(__file__).with_name("data") / "memory_qa.json"
+KS = (1, 5, 10)
+Key = tuple[str, int]
+
+
+@contextmanager
+def scratch_database(dsn: str | None, keep: bool) -> Iterator[str]:
+    """A new migrated database on the given server (or on a temporary embedded one)."""
+    with tempfile.TemporaryDirectory(prefix="mm-quality-") as home:
+        server = dsn
+        if server is None:
+            Path(home).chmod(0o755)
+            server = embedded.ensure_running(Path(home) / "pg")
+        name = f"mm_quality_{uuid.uuid4().hex[:10]}"
+        admin = make_conninfo(server, dbname="postgres")
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        target = make_conninfo(server, dbname=name)
+        migrate.migrate(target)
+        try:
+            yield target
+        finally:
+            if not keep:
+                with psycopg.connect(admin, autocommit=True) as conn:
+                    conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            if dsn is None:
+                embedded.stop(Path(home) / "pg")
+
+
+def load(service: Service, data: dict) -> dict[Key, str]:
+    """Import every conversation; returns (session_id, seq) → turn id."""
+    turn_of: dict[Key, str] = {}
+    key_of: dict[str, Key] = {}
+    decision_ids: dict[str, str] = {}
+    for group in data.get("synonyms", []):
+        service.add_synonyms(group)
+    for conv in data["conversations"]:
+        for session in conv["sessions"]:
+            sid = service.create_session(conv["project"], {"title": session.get("title"),
+                                                          "agent_source": conv.get("agent")}).session_id
+            messages = [{"append_id": t["id"], "role": t["role"], "content": t["content"], "created_at": t["date"]}
+                        for t in session["turns"]]
+            seqs = service.append_messages(sid, messages).seqs
+            for turn, seq in zip(session["turns"], seqs, strict=True):
+                turn_of[(sid, seq)] = turn["id"]
+                key_of[turn["id"]] = (sid, seq)
+            for d in session.get("decisions", []):
+                seq = key_of[d["turn"]][1] if d.get("turn") else None
+                made = service.record_decision(
+                    sid, d["type"], d["summary"], status=d.get("status", "accepted"), rationale=d.get("rationale"),
+                    message_seq=seq, supersedes=decision_ids.get(d.get("supersedes", "")))
+                decision_ids[d["id"]] = made.decision_id
+    return turn_of
+
+
+def rank_fts(service: Service, question: dict, limit: int) -> list[Key]:
+    found = service.search_messages(question["question"], project_id=question.get("project"), limit=limit)
+    return [(m.session_id, m.seq) for m in found.matches]
+
+
+def rank_recall(service: Service, question: dict, limit: int) -> list[Key]:
+    found = service.recall(question["question"], project_id=question.get("project"), limit=min(limit, 20))
+    ranked: list[Key] = []
+    for item in found.items:
+        key = (item.session_id, item.seq)
+        if item.seq is not None and key not in ranked:
+            ranked.append(key)
+    return ranked
+
+
+RANKERS: dict[str, Callable[[Service, dict, int], list[Key]]] = {"fts": rank_fts, "recall": rank_recall}
+
+
+def evaluate(service: Service, data: dict, turn_of: dict[Key, str], mode: str) -> tuple[dict, list[dict], list[float]]:
+    ranker = RANKERS[mode]
+    per: dict[str, list[tuple[int | None]]] = defaultdict(list)
+    misses, latencies = [], []
+    for question in data["questions"]:
+        start = time.perf_counter()
+        ranked = [turn_of.get(key) for key in ranker(service, question, max(KS))]
+        latencies.append((time.perf_counter() - start) * 1000)
+        answers = set(question["answer_turns"])
+        rank = next((i + 1 for i, turn in enumerate(ranked) if turn in answers), None)
+        per[question["category"]].append(rank)
+        per["ALL"].append(rank)
+        if rank is None or rank > 5:
+            misses.append({"id": question["id"], "question": question["question"], "rank": rank,
+                           "answers": sorted(answers), "got": ranked[:5]})
+    report = {category: metrics(ranks) for category, ranks in sorted(per.items(), key=lambda kv: kv[0] == "ALL")}
+    return report, misses, latencies
+
+
+def metrics(ranks: list[int | None]) -> dict[str, float]:
+    n = len(ranks)
+    result = {"n": n}
+    for k in KS:
+        result[f"recall@{k}"] = round(sum(1 for r in ranks if r is not None and r <= k) / n, 3)
+    result["mrr"] = round(sum(1 / r for r in ranks if r is not None) / n, 3)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dataset", nargs="?", type=Path, default=DEFAULT)
+    parser.add_argument("--mode", choices=sorted(RANKERS), default="fts")
+    parser.add_argument("--dsn", help="a server where this role may create databases (default: temporary embedded)")
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument("--misses", action="store_true", help="list questions not answered in the top 5")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch database")
+    args = parser.parse_args()
+    data = json.loads(args.dataset.read_text(encoding="utf-8"))
+    with scratch_database(args.dsn, args.keep) as dsn:
+        settings = replace(load_settings(dsn=dsn, environ={"MCP_MEMORY_HOME": tempfile.gettempdir()}), pool_max=4)
+        service = build(settings)
+        try:
+            start = time.perf_counter()
+            turn_of = load(service, data)
+            load_s = time.perf_counter() - start
+            report, misses, latencies = evaluate(service, data, turn_of, args.mode)
+        finally:
+            service.db.close()
+    summary = {"dataset": data.get("name"), "mode": args.mode, "turns": len(turn_of),
+               "questions": len(data["questions"]), "import_s": round(load_s, 2),
+               "query_ms_p50": round(statistics.median(latencies), 1),
+               "query_ms_p95": round(sorted(latencies)[int(len(latencies) * 0.95) - 1], 1),
+               "categories": report}
+    if args.json:
+        json.dump({**summary, **({"misses": misses} if args.misses else {})}, sys.stdout, ensure_ascii=False, indent=2)
+        print()
+        return
+    print(f"{summary['dataset']}  mode={args.mode}  turns={summary['turns']}  questions={summary['questions']}  "
+          f"import {summary['import_s']} s  query p50 {summary['query_ms_p50']} ms  p95 {summary['query_ms_p95']} ms")
+    print(f"{'category':<16}{'n':>5}" + "".join(f"{'R@' + str(k):>8}" for k in KS) + f"{'MRR':>8}")
+    for category, m in report.items():
+        print(f"{category:<16}{m['n']:>5}" + "".join(f"{m[f'recall@{k}']:>8.3f}" for k in KS) + f"{m['mrr']:>8.3f}")
+    if args.misses:
+        for miss in misses:
+            print(f"  miss {miss['id']} rank={miss['rank']}: {miss['question']}  answers={miss['answers']} got={miss['got']}")
+
+
+if __name__ == "__main__":
+    main()

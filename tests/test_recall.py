@@ -1,0 +1,90 @@
+"""recall: the prompt-ready block (service, MCP, CLI) and the Claude Code SessionStart hook."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from mcp import Client
+
+from mcp_memory.cli import main
+from mcp_memory.mcp.server import build_server
+
+
+@pytest.fixture
+def history(service):
+    sid = service.create_session("shop", {"title": "订单模块架构评估", "agent_source": "planning-agent"}).session_id
+    service.append_messages(sid, [
+        {"role": "user", "content": "订单模块峰值 QPS 只有 200，要不要引入消息队列？" + "细节。" * 100,
+         "created_at": "2025-02-10T08:00:00Z"},
+        {"role": "assistant", "content": "建议暂时不引入消息队列，优先优化数据库索引。", "created_at": "2025-02-10T08:01:00Z"},
+        {"role": "user", "content": "Should the order service use a message queue?", "created_at": "2025-02-11T08:00:00Z"},
+    ])
+    service.record_decision(sid, "architecture", "订单模块暂不引入消息队列", status="rejected",
+                            rationale="峰值 QPS 较低，消息队列会增加运维复杂度", message_seq=2)
+    service.record_decision(sid, "architecture", "Orders keep synchronous calls for now", rationale="low QPS")
+    return sid
+
+
+def test_recall_block_decisions_first_labelled_in_the_query_language(service, history) -> None:
+    result = service.recall("订单模块要不要上消息队列", project_id="shop")
+    assert result.items[0].kind == "decision" and result.items[0].status == "rejected"
+    assert "[已否决]" in result.text and "历史决策" in result.text and "可能已过时" in result.text
+    assert result.text.index("历史决策") < result.text.index("历史讨论")
+    assert all(len(item.text) <= 200 and item.text.startswith("[2025-") or item.kind == "decision"
+               for item in result.items)
+    assert all(len(item.text) <= 200 for item in result.items) and len(result.items) <= 5
+    assert not any(i.kind == "message" and i.seq == 2 for i in result.items)  # the decision's own message
+    english = service.recall("should orders use a message queue?", project_id="shop", limit=3)
+    assert "[accepted]" in english.text and "may be outdated" in english.text and len(english.items) <= 3
+    assert service.recall("kubernetes", project_id="shop").text == ""
+
+
+@pytest.mark.anyio
+async def test_recall_tool(service, history) -> None:
+    async with Client(build_server(lambda: service), mode="legacy") as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert tools["recall"].annotations.read_only_hint is True
+        result = (await client.call_tool("recall", {"query": "消息队列", "project_id": "shop"})).structured_content
+        assert "[已否决]" in result["text"] and result["items"][0]["kind"] == "decision"
+
+
+def cli(monkeypatch, capsys, dsn: str, tmp_path, *args: str, stdin: str = "") -> tuple[int, str, str]:
+    monkeypatch.setenv("MCP_MEMORY_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+    code = main(["--dsn", dsn, *args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_cli_search_recall_synonyms_decisions(monkeypatch, capsys, fresh_db, tmp_path, service, history) -> None:
+    code, out, _ = cli(monkeypatch, capsys, fresh_db, tmp_path, "search", "超时 订单", "--project", "shop", "--json")
+    assert code == 0 and json.loads(out)["matches"][0]["session_id"] == history
+    code, out, _ = cli(monkeypatch, capsys, fresh_db, tmp_path, "search", "订单", "--role", "assistant")
+    assert code == 0 and f"{history}#2" in out and "**订单**" not in out.split("\n", 1)[0]
+    assert cli(monkeypatch, capsys, fresh_db, tmp_path, "synonyms", "add", "消息队列", "MQ")[0] == 0
+    code, out, _ = cli(monkeypatch, capsys, fresh_db, tmp_path, "synonyms", "list")
+    assert out.strip() == "mq = 消息队列"
+    code, out, _ = cli(monkeypatch, capsys, fresh_db, tmp_path, "recall", "MQ?", "--project", "shop")
+    assert "[rejected]" in out
+    code, out, _ = cli(monkeypatch, capsys, fresh_db, tmp_path, "decisions", "--status", "rejected", "--json")
+    assert [d["summary"] for d in json.loads(out)["decisions"]] == ["订单模块暂不引入消息队列"]
+    code, _, err = cli(monkeypatch, capsys, fresh_db, tmp_path, "search", "x", "--since", "later")
+    assert code == 1 and err.startswith("mcp-memory: [invalid] since")
+
+
+def test_session_start_hook(monkeypatch, capsys, fresh_db, tmp_path, service, history) -> None:
+    repo = tmp_path / "shop"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "src").mkdir()
+    event = json.dumps({"session_id": "abc", "cwd": str(repo / "src"), "hook_event_name": "SessionStart"})
+    code, out, _ = cli(monkeypatch, capsys, fresh_db, tmp_path, "recall", "--hook", stdin=event)
+    payload = json.loads(out)["hookSpecificOutput"]
+    assert code == 0 and payload["hookEventName"] == "SessionStart"
+    assert "订单模块暂不引入消息队列" in payload["additionalContext"]
+    other = json.dumps({"cwd": str(tmp_path)})
+    assert cli(monkeypatch, capsys, fresh_db, tmp_path, "recall", "--hook", stdin=other)[:2] == (0, "")
+    assert cli(monkeypatch, capsys, fresh_db, tmp_path, "recall", "--hook", stdin="not json")[:2] == (0, "")
+    down = "postgresql://nobody@127.0.0.1:1/x?connect_timeout=1"
+    assert cli(monkeypatch, capsys, down, tmp_path, "recall", "--hook", stdin=event)[:2] == (0, "")

@@ -1,0 +1,143 @@
+"""search_messages on real PostgreSQL: CJK words, natural-language questions, syntax, filters,
+fork lineage, synonyms, batch indexing, determinism, hostile input, and the MCP tool."""
+
+from __future__ import annotations
+
+import pytest
+from mcp import Client
+
+from mcp_memory.errors import Invalid, NotFound
+from mcp_memory.mcp.server import build_server
+
+
+def _session(service, project="shop", agent="claude-code", title="订单模块架构评估"):
+    return service.create_session(project, {"title": title, "agent_source": agent}).session_id
+
+
+@pytest.fixture
+def shop(service):
+    sid = _session(service)
+    service.append_messages(sid, [
+        {"role": "user", "content": "订单模块峰值 QPS 只有 200，要不要引入消息队列？", "created_at": "2025-02-10T08:00:00Z"},
+        {"role": "assistant", "content": "建议暂时不引入，优先优化数据库索引和接口缓存。", "created_at": "2025-02-10T08:01:00Z"},
+        {"role": "user", "content": "What timeout should the payment API use?", "created_at": "2025-03-01T09:00:00Z"},
+        {"role": "assistant", "content": "Use 30 seconds; retries go through the worker.", "created_at": "2025-03-01T09:01:00Z"},
+        {"role": "user", "content": "支付接口超时设成 30 秒", "created_at": "2025-03-02T09:00:00Z"},
+    ])
+    other = _session(service, project="blog", agent="opencode", title="blog")
+    service.append_message(other, {"role": "user", "content": "消息队列 for the blog comments? 超时 too"})
+    return sid, other
+
+
+def keys(result):
+    return [(m.session_id, m.seq) for m in result.matches]
+
+
+def test_two_character_chinese_words_are_found(service, shop) -> None:
+    sid, _ = shop
+    assert keys(service.search_messages("超时", project_id="shop"))[0] == (sid, 5)
+    found = service.search_messages("订单", project_id="shop").matches
+    assert found[0].seq == 1 and "**订单**" in found[0].snippet
+    assert found[0].session_title == "订单模块架构评估" and found[0].role == "user"
+
+
+def test_natural_language_question_ranks_the_answering_turns(service, shop) -> None:
+    sid, _ = shop
+    found = keys(service.search_messages("订单模块要不要上消息队列", project_id="shop", limit=3))
+    assert found[0] == (sid, 1) and (sid, 2) in found  # the reply is found through its neighbour
+    english = keys(service.search_messages("what did we decide about the payment timeout?", project_id="shop"))
+    assert english[0] == (sid, 3)
+    assert service.search_messages("the of and what", project_id="shop").matches == []  # stop words only
+
+
+def test_filters_project_agent_role_session_time(service, shop) -> None:
+    sid, other = shop
+    assert {k[0] for k in keys(service.search_messages("消息队列"))} == {sid, other}
+    assert keys(service.search_messages("消息队列", agent_source="opencode")) == [(other, 1)]
+    assert {m.role for m in service.search_messages("timeout 超时 payment", role="assistant").matches} == {"assistant"}
+    assert {k[0] for k in keys(service.search_messages("消息队列", session_id=other))} == {other}
+    timed = service.search_messages("timeout 超时", project_id="shop", since="2025-03-02", until="2025-03-03")
+    assert keys(timed) == [(sid, 5)]
+    with pytest.raises(Invalid):
+        service.search_messages("x", since="yesterday-ish")
+    with pytest.raises(NotFound):
+        service.search_messages("x", session_id="ses_00000000-0000-0000-0000-000000000000")
+
+
+def test_phrases_and_exclusions(service, shop) -> None:
+    sid, other = shop
+    assert keys(service.search_messages('"payment API"')) == [(sid, 3)]
+    assert keys(service.search_messages('"API payment"')) == []
+    assert (other, 1) not in keys(service.search_messages("消息队列 -blog"))
+    assert keys(service.search_messages("“消息队列” -blog")) == [(sid, 1)]
+
+
+def test_synonyms_apply_both_ways(service, shop) -> None:
+    sid, _ = shop
+    assert service.search_messages("MQ", project_id="shop").matches == []
+    service.add_synonyms(["消息队列", "MQ"])
+    assert keys(service.search_messages("MQ", project_id="shop"))[0] == (sid, 1)
+    service.append_message(sid, {"role": "assistant", "content": "we may add an MQ later"})
+    assert (sid, 6) in keys(service.search_messages("消息队列", project_id="shop"))
+    assert service.list_synonyms() == [["mq", "消息队列"]]
+    service.add_synonyms(["MQ", "message queue"])
+    assert service.list_synonyms() == [["message queue", "mq", "消息队列"]]
+    assert service.remove_synonyms(["mq"]) == ["mq"]
+
+
+def test_fork_history_is_found_once_and_attributed_to_its_origin(service, shop) -> None:
+    sid, _ = shop
+    snap = service.create_snapshot(sid, "before handover")
+    fork = service.load_snapshot(snap.snapshot_id, {"agent_source": "opencode"}).session_id
+    service.append_message(fork, {"role": "user", "content": "订单超时 in the fork"})
+    everything = keys(service.search_messages("订单", project_id="shop", limit=50))
+    assert everything.count((sid, 1)) == 1 and (fork, 6) in everything
+    in_fork = keys(service.search_messages("订单", session_id=fork, limit=50))
+    assert (sid, 1) in in_fork and (fork, 6) in in_fork
+    assert keys(service.search_messages("订单 fork", session_id=sid, limit=50)).count((fork, 6)) == 0
+
+
+def test_batches_tool_calls_and_reindex(service) -> None:
+    sid = _session(service)
+    service.append_messages(sid, [
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "getUserName", "arguments": "{\"order_id\": 7}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "alice"},
+    ])
+    assert keys(service.search_messages("user name"))[0] == (sid, 1)
+    assert keys(service.search_messages("order_id"))[0] == (sid, 1)
+    assert service.reindex_search() == 0
+    with service.db.transaction() as conn:
+        conn.execute("DELETE FROM message_search")
+    assert service.search_messages("order_id").matches == []
+    assert service.reindex_search() == 2
+    assert keys(service.search_messages("order_id"))[0] == (sid, 1)
+
+
+def test_same_query_same_order_and_hostile_input(service) -> None:
+    sid = _session(service)
+    service.append_messages(sid, [{"role": "user", "content": f"cache note {i}", "created_at": "2025-01-01T00:00:00Z"}
+                                  for i in range(12)])
+    first = keys(service.search_messages("cache", limit=12))
+    assert first == keys(service.search_messages("cache", limit=12)) and len(first) == 12
+    for hostile in ["%", "_", "\\", "a:* & !b", "<->", "()", "'"]:
+        assert service.search_messages(hostile).matches == []
+    assert service.search_messages("' OR 1=1 --").matches[0].seq == 2  # just the word "1"
+    with pytest.raises(Invalid):
+        service.search_messages("  ")
+    with pytest.raises(Invalid):
+        service.search_messages("x", limit=0)
+
+
+@pytest.mark.anyio
+async def test_search_messages_over_mcp(service, shop) -> None:
+    sid, _ = shop
+    async with Client(build_server(lambda: service), mode="legacy") as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert tools["search_messages"].annotations.read_only_hint is True
+        result = await client.call_tool("search_messages", {"query": "超时", "project_id": "shop", "limit": 2})
+        match = result.structured_content["matches"][0]
+        assert (match["session_id"], match["seq"]) == (sid, 5)
+        assert {"snippet", "created_at", "session_title", "score", "role"} <= set(match)
+        bad = await client.call_tool("search_messages", {"query": "x", "since": "soon"})
+        assert bad.is_error and bad.content[0].text.startswith("[invalid] since")
