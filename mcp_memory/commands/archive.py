@@ -1,14 +1,148 @@
-"""Command group 'archive' — sub-commands are registered here (add_parsers) with their handlers."""
+"""`mcp-memory archive …` (the git export loop, status, retry, verify) and `mcp-memory restore`."""
 
 from __future__ import annotations
 
 import argparse
+import logging
+import sys
 from collections.abc import Callable
+
+from ..config import Settings
+from ..store.db import Database
+from .output import print_json, progress
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
-    return None
+    archive = sub.add_parser(
+        "archive", help="git archive of snapshots: export loop, status, retry, verify",
+        description="Export snapshots to a git repository (sessions/<id>.jsonl, one commit and tag per snapshot). "
+        "Examples:\n"
+        "  mcp-memory archive --daemon --repo ~/mcp-archive --remote git@host:me/archive.git\n"
+        "  mcp-memory archive --once --repo ~/mcp-archive\n"
+        "  mcp-memory archive status --json\n  mcp-memory archive retry --failed\n"
+        "  mcp-memory archive verify --repo ~/mcp-archive",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    mode = archive.add_mutually_exclusive_group()
+    mode.add_argument("--daemon", action="store_true", help="run until stopped (SIGTERM/SIGINT); standby when "
+                      "another archiver is active")
+    mode.add_argument("--once", action="store_true", help="export the pending snapshots, then exit")
+    _repo_flags(archive, None, remote=True)
+    archive.add_argument("--crash-at", help=argparse.SUPPRESS)  # crash tests only: SIGKILL at a named point
+    actions = archive.add_subparsers(dest="archive_action", metavar="ACTION")
+    status = actions.add_parser("status", help="active archiver, queue depth, oldest pending job, failures")
+    status.add_argument("--json", action="store_true", help="print one JSON document")
+    retry = actions.add_parser("retry", help="re-queue failed export jobs")
+    which = retry.add_mutually_exclusive_group(required=True)
+    which.add_argument("--job", type=int, metavar="ID", help="re-queue this job")
+    which.add_argument("--failed", action="store_true", help="re-queue every failed job")
+    verify = actions.add_parser("verify", help="compare the archive with the database; exit 1 on any difference")
+    _repo_flags(verify, argparse.SUPPRESS, remote=False)
+    verify.add_argument("--json", action="store_true", help="print one JSON document")
+
+    restore = sub.add_parser(
+        "restore", help="rebuild sessions, messages, snapshots and lineage from a git archive",
+        description="Example: mcp-memory --dsn postgresql://…/new_db restore --from-archive ~/mcp-archive")
+    restore.add_argument("--from-archive", required=True, metavar="PATH", help="a clone of the archive repository")
+    restore.add_argument("--force", action="store_true", help="restore into a database that already has sessions "
+                         "(existing rows are kept; only missing ones are added)")
+    restore.add_argument("--json", action="store_true", help="print one JSON document")
+
+
+def _repo_flags(parser: argparse.ArgumentParser, default: object, *, remote: bool) -> None:
+    # SUPPRESS on a sub-action keeps a --repo given before the action (`archive --repo X verify`).
+    parser.add_argument("--repo", metavar="PATH", default=default,
+                        help="archive repository (created if missing); else [archive] repo in the config")
+    if remote:
+        parser.add_argument("--remote", metavar="URL", default=default,
+                            help="git remote to push to (any git URL); else [archive] remote in the config")
 
 
 def handlers() -> dict[str, Callable[..., int]]:
-    return {}
+    return {"archive": archive, "restore": restore}
+
+
+def archive(settings: Settings, args: argparse.Namespace) -> int:
+    action = args.archive_action
+    if action is None and not (args.daemon or args.once):
+        print("mcp-memory archive: say what to do: --daemon, --once, status, retry or verify "
+              "(mcp-memory archive --help)", file=sys.stderr)
+        return 2
+    db = Database(settings, application_name="mcp-memory archive")
+    try:
+        if action == "status":
+            return _status(db, args)
+        if action == "retry":
+            return _retry(db, args)
+        if action == "verify":
+            return _verify(db, settings, args)
+        return _run(db, settings, args)
+    finally:
+        db.close()
+
+
+def _run(db: Database, settings: Settings, args: argparse.Namespace) -> int:
+    from ..archive.daemon import Archiver, ArchiverOptions, stop_on_signals, worker_name
+
+    options = ArchiverOptions.resolve(settings, repo=args.repo, remote=args.remote)
+    if not args.verbose:
+        logging.getLogger("mcp_memory").setLevel(logging.INFO)
+    db.application_name = f"mcp-memory archiver {worker_name()}"[:63]
+    archiver = Archiver(db, options, crash_at=args.crash_at)
+    with stop_on_signals(archiver):
+        summary = archiver.run(once=args.once)
+    if args.once:
+        print(f"exported {summary.exported} snapshot(s) ({summary.lines} new line(s)) to {options.repo}; "
+              f"{summary.done} done, {summary.retrying} to retry, {summary.failed} failed")
+        for error in summary.errors:
+            print(f"  {error}", file=sys.stderr)
+    return 0
+
+
+def _status(db: Database, args: argparse.Namespace) -> int:
+    from ..archive import queue
+
+    state = queue.status(db)
+    if args.json:
+        print_json(state.to_json())
+    else:
+        print("\n".join(state.lines()))
+    return 0
+
+
+def _retry(db: Database, args: argparse.Namespace) -> int:
+    from ..archive import queue
+
+    requeued = queue.retry(db, job_id=args.job)
+    print(f"re-queued {len(requeued)} job(s)" + (f": {', '.join(map(str, requeued))}" if requeued else ""))
+    return 0
+
+
+def _verify(db: Database, settings: Settings, args: argparse.Namespace) -> int:
+    from ..archive import verify
+    from ..archive.daemon import ArchiverOptions
+
+    options = ArchiverOptions.resolve(settings, repo=getattr(args, "repo", None))
+    report = verify.verify(db, options.repo)
+    if args.json:
+        print_json(report.to_json())
+    else:
+        print("\n".join(report.lines()))
+    return 0 if report.ok else 1
+
+
+def restore(settings: Settings, args: argparse.Namespace) -> int:
+    from ..archive import restore as restoring
+
+    db = Database(settings, application_name="mcp-memory restore")
+    try:
+        result = restoring.restore(db, args.from_archive, force=args.force,
+                                   progress=lambda done, total: progress(done, total, "restoring"))
+    finally:
+        db.close()
+    if args.json:
+        print_json(result.to_json())
+    else:
+        print(result.line())
+        for warning in result.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+    return 0

@@ -1,0 +1,272 @@
+"""The archiver: the only place that joins the export queue and the git repository.
+
+One archiver writes at a time: it holds the PostgreSQL advisory lock (store.archive_repo.LeaderLock);
+others wait as standbys and take over within `standby_interval` of its death. The active one claims
+due jobs (`FOR UPDATE SKIP LOCKED`, with a lease it keeps renewing), exports each snapshot (commit +
+tag), pushes once per batch and marks the batch done. A failed export or push puts the job back with
+exponential backoff (RetryStrategy) until it is `failed`; later jobs keep being committed meanwhile.
+It wakes on NOTIFY 'mcp_memory_export' and polls as the fallback.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ..config import Settings
+from ..errors import Invalid, McpMemoryError, Unavailable
+from ..store.archive_repo import ArchiveStore, ClaimedJob, LeaderLock, Listener
+from ..store.db import Database
+from . import export, gitrepo
+from .retry import RetryStrategy
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ArchiverOptions:
+    repo: Path
+    remote: str | None = None
+    poll_interval: float = 10.0  # seconds between polls when no NOTIFY arrives
+    standby_interval: float = 1.0  # how often a standby tries the lock: the failover delay
+    lock_wait: float = 10.0  # --once: how long to wait for the lock held by a daemon that just died
+    lease: float = 120.0  # a claimed job returns to the queue this long after its archiver stops renewing
+    batch: int = 50  # jobs per claim (one push per batch)
+    push_timeout: float = 60.0
+    retry: RetryStrategy = field(default_factory=RetryStrategy)
+
+    @classmethod
+    def resolve(cls, settings: Settings, *, repo: str | None = None, remote: str | None = None) -> ArchiverOptions:
+        """Flags over `[archive]` in the config file (repo, remote, poll_interval, standby_interval,
+        lease_seconds, batch, push_timeout, max_attempts, retry_base, retry_max_delay, …)."""
+        section = settings.archive
+        path = repo or section.get("repo")
+        if not path:
+            raise Invalid("no archive repository: pass --repo PATH or set [archive] repo in the config file")
+        try:
+            return cls(
+                repo=Path(str(path)).expanduser().resolve(),
+                remote=remote or section.get("remote") or None,
+                poll_interval=float(section.get("poll_interval", cls.poll_interval)),
+                standby_interval=float(section.get("standby_interval", cls.standby_interval)),
+                lock_wait=float(section.get("lock_wait", cls.lock_wait)),
+                lease=float(section.get("lease_seconds", cls.lease)),
+                batch=int(section.get("batch", cls.batch)),
+                push_timeout=float(section.get("push_timeout", cls.push_timeout)),
+                retry=RetryStrategy.from_config(section),
+            )
+        except (TypeError, ValueError) as exc:
+            raise Invalid(f"config [archive]: {exc}") from None
+
+
+@dataclass
+class RunSummary:
+    exported: int = 0
+    lines: int = 0
+    done: int = 0
+    retrying: int = 0
+    failed: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class Archiver:
+    def __init__(self, db: Database, options: ArchiverOptions, *, crash_at: str | None = None) -> None:
+        if crash_at is not None and crash_at not in export.CRASH_POINTS:
+            raise Invalid(f"--crash-at must be one of {', '.join(export.CRASH_POINTS)}")
+        self.db = db
+        self.options = options
+        self.crash_at = crash_at
+        self.worker = worker_name()
+        self.lock = LeaderLock(db)
+        self.listener = Listener(db)
+        self.stopping = threading.Event()
+        self.summary = RunSummary()
+        self._last_heartbeat = 0.0
+        self._due_before: datetime | None = None
+
+    # lifecycle --------------------------------------------------------------------------------
+    def run(self, *, once: bool) -> RunSummary:
+        """`once`: take the lock (waiting up to lock_wait), drain the due jobs, return. Otherwise run
+        until stop() (SIGTERM/SIGINT): standby while another archiver is active, then the loop."""
+        deadline = time.monotonic() + self.options.lock_wait
+        if once:
+            with self.db.transaction() as conn:
+                self._due_before = ArchiveStore(conn).now()
+        try:
+            while not self.stopping.is_set():
+                try:
+                    if not self.lock.held() and not self._become_leader():
+                        if once and time.monotonic() > deadline:
+                            raise Unavailable(f"another archiver is active ({self.holder()}); nothing done")
+                        self._sleep(self.options.standby_interval)
+                        continue
+                    handled = self._cycle()
+                except Unavailable as exc:  # database or repository away: back to standby, try again
+                    if once:
+                        raise
+                    log.warning("archiver: %s; retrying in %.0fs", exc, self.options.poll_interval)
+                    self.lock.release()
+                    self._sleep(self.options.poll_interval)
+                    continue
+                if once and handled == 0:
+                    break
+                if handled == 0:
+                    self._wait()
+        finally:
+            self._shutdown()
+        return self.summary
+
+    def stop(self, *_: Any) -> None:
+        self.stopping.set()
+
+    def holder(self) -> str:
+        with self.db.transaction() as conn:
+            row = ArchiveStore(conn).lock_holder()
+        return describe_holder(row)
+
+    def _become_leader(self) -> bool:
+        if not self.lock.try_acquire():
+            return False
+        log.info("archiver %s is now the active writer of %s", self.worker, self.options.repo)
+        gitrepo.init(self.options.repo, self.options.remote)
+        outcome = gitrepo.sync_with_remote(self.options.repo, self.options.remote, timeout=self.options.push_timeout)
+        with self.db.transaction() as conn:
+            stale = ArchiveStore(conn).release_running()
+        if stale or outcome == "reset":
+            log.info("took over: %d stale job(s) back in the queue; repository %s", stale, outcome)
+        return True
+
+    def _shutdown(self) -> None:
+        try:
+            if self.lock.held():
+                with self.db.transaction() as conn:
+                    ArchiveStore(conn).release_running()
+        except McpMemoryError as exc:
+            log.warning("archiver shutdown: %s", exc)
+        self.lock.release()
+        self.listener.close()
+
+    # one round: claim, export, push, finish ----------------------------------------------------
+    def _cycle(self) -> int:
+        with self.db.transaction() as conn:
+            jobs = ArchiveStore(conn).claim(worker=self.worker, lease=self.options.lease, limit=self.options.batch,
+                                            due_before=self._due_before)
+        self._last_heartbeat = time.monotonic()
+        exported: list[ClaimedJob] = []
+        for job in jobs:
+            if self.stopping.is_set() or not self.lock.held():
+                break
+            if self._export(job):
+                exported.append(job)
+            self._heartbeat()
+        if exported:
+            self._publish(exported)
+        return len(jobs)
+
+    def _export(self, job: ClaimedJob) -> bool:
+        try:
+            result = export.export_snapshot(self.db, self.options.repo, job.snapshot_id, checkpoint=self._checkpoint)
+        except (McpMemoryError, OSError) as exc:
+            self._failed(job, exc)
+            return False
+        self.summary.exported += 1
+        self.summary.lines += result.lines
+        log.info("snapshot %d: %s +%d line(s)%s", job.snapshot_id, result.session_id or "(already exported)",
+                 result.lines, "" if result.already else f" → {result.commit[:10]}")
+        return True
+
+    def _publish(self, jobs: list[ClaimedJob]) -> None:
+        """Push (when a remote is set) and mark the batch done; a push failure sends the batch back to
+        the queue with backoff — the commits stay, later batches keep committing and pushing them."""
+        if self.options.remote:
+            try:
+                gitrepo.push(self.options.repo, timeout=self.options.push_timeout)
+            except gitrepo.GitError as exc:
+                if exc.rejected:
+                    gitrepo.sync_with_remote(self.options.repo, self.options.remote, timeout=self.options.push_timeout)
+                for job in jobs:
+                    self._failed(job, exc)
+                return
+        with self.db.transaction() as conn:
+            self.summary.done += ArchiveStore(conn).mark_done([job.job_id for job in jobs])
+
+    def _failed(self, job: ClaimedJob, exc: BaseException) -> None:
+        attempts = job.attempts + 1
+        give_up = self.options.retry.exhausted(attempts)
+        delay = 0.0 if give_up else self.options.retry.delay(attempts)
+        error = str(exc) or type(exc).__name__
+        with self.db.transaction() as conn:
+            ArchiveStore(conn).mark_attempt_failed(job.job_id, error=error, give_up=give_up, delay=delay)
+        if give_up:
+            self.summary.failed += 1
+            log.error("job %d (snapshot %d) failed after %d attempts: %s", job.job_id, job.snapshot_id, attempts, error)
+        else:
+            self.summary.retrying += 1
+            log.warning("job %d (snapshot %d) attempt %d failed, retry in %.1fs: %s",
+                        job.job_id, job.snapshot_id, attempts, delay, error)
+        self.summary.errors.append(f"job {job.job_id}: {error}")
+
+    def _heartbeat(self) -> None:
+        if time.monotonic() - self._last_heartbeat < self.options.lease / 3:
+            return
+        with self.db.transaction() as conn:
+            ArchiveStore(conn).heartbeat(worker=self.worker, lease=self.options.lease)
+        self._last_heartbeat = time.monotonic()
+
+    # waiting ----------------------------------------------------------------------------------
+    def _wait(self) -> None:
+        """Until a NOTIFY, the poll interval, or the next job in backoff is due; in ≤1s slices so a
+        signal stops the daemon promptly."""
+        with self.db.transaction() as conn:
+            due = ArchiveStore(conn).next_due()
+        timeout = self.options.poll_interval if due is None else min(self.options.poll_interval, max(due, 0.05))
+        end = time.monotonic() + timeout
+        while not self.stopping.is_set() and (left := end - time.monotonic()) > 0:
+            if self.listener.wait(min(left, 1.0)):
+                return
+
+    def _sleep(self, seconds: float) -> None:
+        self.stopping.wait(seconds)
+
+    def _checkpoint(self, point: str) -> None:
+        """Crash tests: SIGKILL ourselves at the named point (only with the hidden --crash-at flag)."""
+        if point == self.crash_at:
+            log.warning("crash point %s reached: killing the archiver (--crash-at)", point)
+            logging.shutdown()
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+def describe_holder(row: dict[str, Any] | None) -> str:
+    if not row:
+        return "nobody"
+    where = f" from {row['client_addr']}" if row.get("client_addr") else ""
+    since = f" since {row['backend_start']:%Y-%m-%d %H:%M:%S%z}" if row.get("backend_start") else ""
+    return f"{row.get('application_name') or 'backend'} (pid {row['pid']}{where}){since}"
+
+
+@contextmanager
+def stop_on_signals(archiver: Archiver) -> Iterator[None]:
+    """SIGTERM and SIGINT finish the current job, release the lock and return (clean shutdown)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, archiver.stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -1,0 +1,109 @@
+"""Export one snapshot into the git archive: append the missing lines, rewrite the meta when it
+changed, commit, tag. Idempotent at every step, so a crash anywhere converges on the next run:
+
+- the jsonl's last seq is the watermark (a torn last line is cut first), so lines are never repeated;
+- a commit already made for this snapshot (crash before the tag) is found and tagged, not redone;
+- an existing tag means the snapshot is already exported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ..errors import NotFound
+from ..models import format_time
+from ..store.archive_repo import ArchiveStore, ExportRow
+from ..store.db import Database
+from . import gitrepo, layout
+
+CRASH_POINTS = ("mid-write", "after-write", "after-commit", "after-tag")
+CHUNK_LINES = 2000
+
+Checkpoint = Callable[[str], None]
+
+
+def _no_checkpoint(point: str) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Exported:
+    snapshot_id: int
+    session_id: str
+    up_to_seq: int
+    lines: int
+    commit: str
+    already: bool = False  # the tag existed: exported before (a retry)
+
+
+def export_snapshot(db: Database, repo: Path, snapshot_id: int, *, checkpoint: Checkpoint = _no_checkpoint) -> Exported:
+    """Make `snapshot-<id>` exist in `repo`, tagging a commit whose tree holds the session's lines up to
+    the snapshot's seq. `checkpoint(point)` is called at each CRASH_POINTS step (crash tests)."""
+    tag = layout.tag_name(snapshot_id)
+    if gitrepo.tag_exists(repo, tag):
+        return Exported(snapshot_id, "", 0, 0, "", already=True)
+    with db.transaction() as conn:
+        store = ArchiveStore(conn)
+        store.begin_consistent_read()
+        row = store.export_snapshot(snapshot_id)
+        if row is None:
+            raise NotFound(f"snapshot {snapshot_id} does not exist")
+        info = snapshot_info(row)
+        subject = layout.subject(info.snapshot_id, info.session_id, info.up_to_seq)
+        sha = gitrepo.find_recent_commit(repo, subject)
+        written = 0
+        if sha is None:
+            after = max(gitrepo.session_watermark(repo, info.session_id), row["fork_seq"] or 0)
+            rows = store.export_messages(info.session_id, after_seq=after, up_to_seq=info.up_to_seq)
+            counter = _Counter()
+            gitrepo.append_session_lines(repo, info.session_id, _chunks(info.session_id, rows, counter),
+                                         midway=lambda: checkpoint("mid-write"))
+            written = counter.lines
+    if sha is None:
+        checkpoint("after-write")
+        gitrepo.write_if_changed(repo, layout.meta_path(info.session_id), layout.meta_document(row))
+        # Always add both files: lines or meta written by a run that crashed before its commit are
+        # committed now (git add of an unchanged file costs a stat).
+        paths = [p for p in (layout.session_path(info.session_id), layout.meta_path(info.session_id))
+                 if (repo / p).exists()]
+        sha = gitrepo.commit(repo, paths, layout.commit_message(info), date=_git_date(row["snapshot_created_at"]))
+        checkpoint("after-commit")
+    gitrepo.tag(repo, tag, sha, subject + "\n")
+    checkpoint("after-tag")
+    return Exported(snapshot_id, info.session_id, info.up_to_seq, written, sha)
+
+
+def snapshot_info(row: dict[str, Any]) -> layout.SnapshotInfo:
+    return layout.SnapshotInfo(
+        snapshot_id=row["snapshot_id"], session_id=row["session_id"], project_id=row["project_id"],
+        up_to_seq=row["up_to_seq"], commit_msg=row["commit_msg"],
+        created_at=format_time(row["snapshot_created_at"]), created_by=row["snapshot_created_by"],
+        meta=row["snapshot_meta"] or {},
+    )
+
+
+class _Counter:
+    lines = 0
+
+
+def _chunks(session_id: str, rows: Iterator[ExportRow], counter: _Counter) -> Iterator[str]:
+    """Lines joined in chunks: one write per CHUNK_LINES lines, never the whole session in memory."""
+    batch: list[str] = []
+    for r in rows:
+        batch.append(layout.message_line(session_id=session_id, seq=r.seq, append_id=r.append_id,
+                                         payload=r.payload, created_at=r.created_at, payload_hash=r.payload_hash))
+        if len(batch) >= CHUNK_LINES:
+            counter.lines += len(batch)
+            yield "".join(batch)
+            batch = []
+    counter.lines += len(batch)
+    yield "".join(batch)
+
+
+def _git_date(value: datetime) -> str:
+    """The snapshot's time as the commit's author date (git's raw `@epoch +0000` form)."""
+    return f"@{int(value.timestamp())} +0000"

@@ -1,0 +1,159 @@
+"""The archive's file and commit formats (CONTRACT §5): one place that writes and parses them.
+
+Lines: one neutral message per line — `session_id`, `seq`, `append_id`, the stored payload fields,
+`created_at` and `payload_sha256` (the database's payload_hash). The hash lets restore tell whether
+`created_at` was part of the client's payload (it is always on the line) and lets verify and restore
+detect an edited line.
+
+Commits: subject `snapshot <id>: <session_id> up to seq <n>`, then the snapshot's commit_msg, then a
+last line `mcp-memory-snapshot: {json}` that restore parses (commit_msg and created_at exactly).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, fields
+from datetime import datetime
+from typing import Any
+
+from ..core.messages import payload_digest
+from ..errors import Invalid
+from ..models import format_time
+
+SESSIONS_DIR = "sessions"
+BRANCH = "main"
+TRAILER = "mcp-memory-snapshot: "
+SERVER_FIELDS = ("session_id", "seq", "append_id", "payload_sha256")
+_SUBJECT = re.compile(r"^snapshot (\d+): (\S+) up to seq (\d+)$")
+
+README = """\
+# mcp-memory archive
+
+This repository is the durable, append-only copy of the sessions that AI agents stored in
+mcp-memory (PostgreSQL stays the runtime truth). It is written by one archiver at a time
+(`mcp-memory archive --daemon`); do not commit to it by hand.
+
+## Layout
+
+- `sessions/<session_id>.jsonl` — one neutral message (schema_version 1) per line, in `seq` order,
+  with `session_id`, `seq`, `append_id`, `created_at` and `payload_sha256`. Lines are only ever
+  appended. A fork's file holds only its own messages; its history before `fork_seq` is in the
+  parent's file.
+- `sessions/<session_id>.meta.json` — the session's project, agent, title, meta and lineage
+  (`parent_session_id`, `fork_seq`, `parent_snapshot_id`).
+- One commit per snapshot, subject `snapshot <id>: <session_id> up to seq <n>`, whose body holds
+  the snapshot's message and time; an annotated tag `snapshot-<id>` marks it.
+
+## Restore
+
+    git clone <remote> mcp-archive
+    mcp-memory --dsn postgresql://…/empty_db restore --from-archive mcp-archive
+
+Sessions, messages (same append_ids and payloads), snapshots (same ids) and fork lineage come back.
+`mcp-memory archive verify --repo PATH` compares an archive with a database.
+"""
+
+
+@dataclass(frozen=True)
+class SnapshotInfo:
+    """What a snapshot commit records: enough for restore to rebuild the snapshots row."""
+
+    snapshot_id: int
+    session_id: str
+    project_id: str
+    up_to_seq: int
+    commit_msg: str
+    created_at: str
+    created_by: str | None = None
+    meta: dict[str, Any] | None = None
+
+
+def session_path(session_id: str) -> str:
+    return f"{SESSIONS_DIR}/{session_id}.jsonl"
+
+
+def meta_path(session_id: str) -> str:
+    return f"{SESSIONS_DIR}/{session_id}.meta.json"
+
+
+def tag_name(snapshot_id: int) -> str:
+    return f"snapshot-{snapshot_id}"
+
+
+def subject(snapshot_id: int, session_id: str, up_to_seq: int) -> str:
+    return f"snapshot {snapshot_id}: {session_id} up to seq {up_to_seq}"
+
+
+def commit_message(info: SnapshotInfo) -> str:
+    record = {"snapshot_id": info.snapshot_id, "session_id": info.session_id, "project_id": info.project_id,
+              "up_to_seq": info.up_to_seq, "commit_msg": info.commit_msg, "created_at": info.created_at,
+              "created_by": info.created_by, "meta": info.meta or {}}
+    body = info.commit_msg.strip("\n")
+    parts = [subject(info.snapshot_id, info.session_id, info.up_to_seq), body, f"created_at: {info.created_at}",
+             TRAILER + json.dumps(record, ensure_ascii=False, sort_keys=True)]
+    return "\n\n".join(p for p in parts if p) + "\n"
+
+
+def parse_commit_message(message: str) -> SnapshotInfo | None:
+    """The snapshot recorded in a commit message, or None for other commits (the README commit)."""
+    lines = message.rstrip("\n").split("\n")
+    if not _SUBJECT.match(lines[0]) or not lines[-1].startswith(TRAILER):
+        return None
+    record = json.loads(lines[-1][len(TRAILER):])
+    return SnapshotInfo(**{f.name: record.get(f.name) for f in fields(SnapshotInfo) if f.name in record})
+
+
+def message_line(*, session_id: str, seq: int, append_id: str, payload: dict[str, Any], created_at: datetime,
+                 payload_hash: bytes) -> str:
+    record = {"session_id": session_id, "seq": seq, "append_id": append_id, **payload,
+              "created_at": format_time(created_at), "payload_sha256": payload_hash.hex()}
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+@dataclass(frozen=True)
+class ArchivedMessage:
+    session_id: str
+    seq: int
+    append_id: str
+    role: str
+    payload: dict[str, Any]
+    created_at: datetime
+    digest: bytes  # recomputed with payload_digest; equals the recorded payload_sha256
+
+
+def parse_line(line: str, *, where: str) -> ArchivedMessage:
+    """One archive line back to the stored row. Raises Invalid when the line was edited (its content no
+    longer hashes to its payload_sha256), naming `where` (file:line)."""
+    try:
+        record = json.loads(line)
+        recorded = bytes.fromhex(record["payload_sha256"])
+        session_id, seq, append_id = record["session_id"], int(record["seq"]), record["append_id"]
+        created_at = datetime.fromisoformat(record["created_at"])
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise Invalid(f"{where}: not an archive line ({exc})") from None
+    payload = {k: v for k, v in record.items() if k not in SERVER_FIELDS}
+    if payload_digest(payload) != recorded:
+        payload.pop("created_at", None)  # the client sent no created_at: it is the server's time
+        if payload_digest(payload) != recorded:
+            raise Invalid(f"{where}: content does not match its payload_sha256 (the line was edited)")
+    return ArchivedMessage(session_id, seq, append_id, str(payload.get("role")), payload, created_at, recorded)
+
+
+def meta_document(session: dict[str, Any]) -> str:
+    """sessions/<id>.meta.json: stable content (no last_seq/updated_at), so it changes only with the meta."""
+    doc = {key: session.get(key) for key in ("session_id", "project_id", "agent_source", "title", "meta",
+                                             "parent_session_id", "fork_seq", "parent_snapshot_id", "created_by")}
+    doc["created_at"] = format_time(session["created_at"]) if isinstance(session["created_at"], datetime) \
+        else session["created_at"]
+    return json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
+
+
+def parse_meta(text: str, *, where: str) -> dict[str, Any]:
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise Invalid(f"{where}: not JSON ({exc})") from None
+    if not isinstance(doc, dict) or not str(doc.get("session_id", "")).startswith("ses_"):
+        raise Invalid(f"{where}: not a session meta document")
+    return doc

@@ -1,0 +1,85 @@
+"""The export queue as users see it: status (who writes, depth, oldest, failures) and re-queueing."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import Invalid, NotFound
+from ..models import format_time
+from ..store.archive_repo import ArchiveStore
+from ..store.db import Database
+from .daemon import describe_holder
+
+
+@dataclass
+class QueueStatus:
+    holder: dict[str, Any] | None
+    counts: dict[str, int]
+    oldest_pending: dict[str, Any] | None
+    failed: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        holder = None
+        if self.holder:
+            holder = {"pid": self.holder["pid"], "application_name": self.holder.get("application_name"),
+                      "client_addr": self.holder.get("client_addr"),
+                      "since": _time(self.holder.get("backend_start"))}
+        oldest = None
+        if self.oldest_pending:
+            o = self.oldest_pending
+            oldest = {"job_id": o["job_id"], "snapshot_id": o["snapshot_id"], "session_id": o["session_id"],
+                      "created_at": _time(o["created_at"]), "age_seconds": round(float(o["age_seconds"]), 1),
+                      "attempts": o["attempts"], "run_after": _time(o["run_after"]), "last_error": o["last_error"]}
+        counts = {s: self.counts.get(s, 0) for s in ("pending", "running", "done", "failed")}
+        return {"active_archiver": holder, "jobs": counts, "queue_depth": counts["pending"] + counts["running"],
+                "oldest_pending": oldest,
+                "failed": [{"job_id": f["job_id"], "snapshot_id": f["snapshot_id"], "session_id": f["session_id"],
+                            "attempts": f["attempts"], "last_error": f["last_error"],
+                            "finished_at": _time(f["finished_at"])} for f in self.failed]}
+
+    def lines(self) -> list[str]:
+        doc = self.to_json()
+        jobs = doc["jobs"]
+        out = [f"active archiver: {describe_holder(self.holder)}",
+               (f"queue: {doc['queue_depth']} waiting ({jobs['pending']} pending, {jobs['running']} running), "
+                f"{jobs['done']} done, {jobs['failed']} failed")]
+        if oldest := doc["oldest_pending"]:
+            error = f", last error: {oldest['last_error']}" if oldest["last_error"] else ""
+            out.append(f"oldest waiting: job {oldest['job_id']} (snapshot {oldest['snapshot_id']}, "
+                       f"{oldest['session_id']}) for {oldest['age_seconds']:.0f}s, {oldest['attempts']} "
+                       f"failed attempt(s){error}")
+        for f in doc["failed"]:
+            out.append(f"failed: job {f['job_id']} (snapshot {f['snapshot_id']}) after {f['attempts']} "
+                       f"attempt(s): {f['last_error']}")
+        if doc["failed"]:
+            out.append("re-queue with: mcp-memory archive retry --failed")
+        return out
+
+
+def status(db: Database) -> QueueStatus:
+    with db.transaction() as conn:
+        store = ArchiveStore(conn)
+        return QueueStatus(holder=store.lock_holder(), counts=store.status_counts(),
+                           oldest_pending=store.oldest_pending(), failed=store.failed_jobs())
+
+
+def retry(db: Database, *, job_id: int | None) -> list[int]:
+    """Re-queue one job (failed, or pending in backoff: now) or every failed job; wakes the archiver."""
+    with db.transaction() as conn:
+        store = ArchiveStore(conn)
+        if job_id is not None:
+            job = store.get_job(job_id)
+            if job is None:
+                raise NotFound(f"export job {job_id} does not exist")
+            if job["status"] not in ("failed", "pending"):
+                raise Invalid(f"export job {job_id} is {job['status']}; only failed or pending jobs can be retried")
+        requeued = store.requeue(job_id)
+        if requeued:
+            store.notify(json.dumps({"job_id": requeued[0], "retry": len(requeued)}))
+    return requeued
+
+
+def _time(value: Any) -> str | None:
+    return format_time(value) if value is not None else None

@@ -1,0 +1,261 @@
+"""Storage for the git archiver: the export queue, the leader lock, the wake-up listener, and the
+reads and writes of export, verify and restore. All its SQL is in queries/archive.sql."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+from ..errors import McpMemoryError
+from .db import Database, translate_errors
+from .sql import q
+
+log = logging.getLogger(__name__)
+
+LOCK_KEY = 0x6D6D6172  # "mmar": the archiver's single-writer advisory lock (migrations use "mcmm")
+CHANNEL = "mcp_memory_export"
+
+
+@dataclass(frozen=True)
+class ClaimedJob:
+    job_id: int
+    snapshot_id: int
+    session_id: str
+    attempts: int
+
+
+@dataclass(frozen=True)
+class ExportRow:
+    seq: int
+    append_id: str
+    payload: dict[str, Any]
+    payload_hash: bytes
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class RestoredMessage:
+    session_id: str
+    seq: int
+    project_id: str
+    append_id: str
+    role: str
+    payload: dict[str, Any]
+    payload_hash: bytes
+    created_at: datetime
+
+
+class ArchiveStore:
+    """The archiver's statements over one connection (inside the caller's transaction)."""
+
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self.conn = conn
+
+    def _one(self, name: str, params: dict[str, Any] | None = None) -> dict[str, Any] | None:
+        with self.conn.cursor(row_factory=dict_row) as cur:
+            return cur.execute(q(name), params or {}).fetchone()
+
+    def _all(self, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        with self.conn.cursor(row_factory=dict_row) as cur:
+            return cur.execute(q(name), params or {}).fetchall()
+
+    # queue ------------------------------------------------------------------------------------
+    def claim(self, *, worker: str, lease: float, limit: int, due_before: datetime | None = None) -> list[ClaimedJob]:
+        params = {"worker": worker, "lease": lease, "limit": limit, "due_before": due_before}
+        rows = self._all("archive_claim_jobs", params)
+        return sorted((ClaimedJob(**row) for row in rows), key=lambda job: job.snapshot_id)
+
+    def now(self) -> datetime:
+        """The server's clock (never compare the client's clock with run_after)."""
+        return self.conn.execute(q("archive_now")).fetchone()[0]
+
+    def heartbeat(self, *, worker: str, lease: float) -> int:
+        return self.conn.execute(q("archive_heartbeat"), {"worker": worker, "lease": lease}).rowcount
+
+    def release_running(self) -> int:
+        return self.conn.execute(q("archive_release_running")).rowcount
+
+    def mark_done(self, job_ids: list[int]) -> int:
+        return self.conn.execute(q("archive_mark_done"), {"job_ids": job_ids}).rowcount
+
+    def mark_attempt_failed(self, job_id: int, *, error: str, give_up: bool, delay: float) -> str | None:
+        row = self._one("archive_mark_attempt_failed",
+                        {"job_id": job_id, "error": error, "give_up": give_up, "delay": delay})
+        return row["status"] if row else None
+
+    def next_due(self) -> float | None:
+        """Seconds until the next pending job is due (negative: already due), None when none is pending."""
+        value = self.conn.execute(q("archive_next_due")).fetchone()[0]
+        return None if value is None else float(value)
+
+    def get_job(self, job_id: int) -> dict[str, Any] | None:
+        return self._one("archive_get_job", {"job_id": job_id})
+
+    def requeue(self, job_id: int | None) -> list[int]:
+        rows = self.conn.execute(q("archive_requeue"), {"job_id": job_id}).fetchall()
+        return [row[0] for row in rows]
+
+    def notify(self, payload: str) -> None:
+        self.conn.execute(q("archive_notify"), {"payload": payload})
+
+    # status -----------------------------------------------------------------------------------
+    def lock_holder(self) -> dict[str, Any] | None:
+        return self._one("archive_lock_holder", {"key": LOCK_KEY})
+
+    def status_counts(self) -> dict[str, int]:
+        return {row["status"]: row["jobs"] for row in self._all("archive_status_counts")}
+
+    def oldest_pending(self) -> dict[str, Any] | None:
+        return self._one("archive_oldest_pending")
+
+    def failed_jobs(self, limit: int = 100) -> list[dict[str, Any]]:
+        return self._all("archive_failed_jobs", {"limit": limit})
+
+    # export -----------------------------------------------------------------------------------
+    def begin_consistent_read(self) -> None:
+        """Make the rest of this transaction one snapshot of the database (must be its first statement)."""
+        self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+
+    def export_snapshot(self, snapshot_id: int) -> dict[str, Any] | None:
+        return self._one("archive_export_snapshot", {"snapshot_id": snapshot_id})
+
+    def export_messages(self, session_id: str, *, after_seq: int, up_to_seq: int) -> Iterator[ExportRow]:
+        """Streamed with a server-side cursor: a 100k-message session never sits in memory at once."""
+        params = {"session_id": session_id, "after_seq": after_seq, "up_to_seq": up_to_seq}
+        with self.conn.cursor(name="archive_export", withhold=False) as cur:
+            cur.itersize = 2000
+            cur.execute(q("archive_export_messages"), params)
+            for seq, append_id, payload, digest, created_at in cur:
+                yield ExportRow(seq, append_id, payload, bytes(digest), created_at)
+
+    # verify -----------------------------------------------------------------------------------
+    def done_watermarks(self) -> dict[str, tuple[int, list[int]]]:
+        return {row["session_id"]: (row["up_to_seq"], row["snapshot_ids"]) for row in self._all("archive_done_watermarks")}
+
+    def sessions_lineage(self, session_ids: list[str]) -> dict[str, dict[str, Any]]:
+        rows = self._all("archive_sessions_lineage", {"session_ids": session_ids})
+        return {row["session_id"]: row for row in rows}
+
+    def db_digests(self, up_to: dict[str, int]) -> dict[str, tuple[int, int, bytes]]:
+        """session → (message count, last seq, sha256 over the payload hashes in seq order), own rows ≤ up_to."""
+        ids = list(up_to)
+        rows = self._all("archive_db_digests", {"session_ids": ids, "up_to": [up_to[i] for i in ids]})
+        return {row["session_id"]: (row["messages"], row["last_seq"], bytes(row["digest"])) for row in rows}
+
+    # restore ----------------------------------------------------------------------------------
+    def has_sessions(self) -> bool:
+        return bool(self.conn.execute(q("restore_has_sessions")).fetchone()[0])
+
+    def restore_session(self, doc: dict[str, Any]) -> None:
+        params = {key: doc.get(key) for key in ("session_id", "project_id", "agent_source", "title",
+                                                "parent_session_id", "fork_seq", "created_by", "created_at")}
+        params["meta"] = Jsonb(doc.get("meta") or {})
+        self.conn.execute(q("restore_insert_session"), params)
+
+    def start_message_restore(self) -> None:
+        self.conn.execute(q("restore_temp_messages"))
+
+    def copy_messages(self, rows: Iterable[RestoredMessage]) -> int:
+        count = 0
+        with self.conn.cursor() as cur, cur.copy(q("restore_copy_messages")) as copy:
+            for r in rows:
+                copy.write_row((r.session_id, r.seq, r.project_id, r.append_id, r.role, Jsonb(r.payload),
+                                r.payload_hash, r.created_at))
+                count += 1
+        return count
+
+    def finish_message_restore(self) -> int:
+        return self.conn.execute(q("restore_insert_messages")).rowcount
+
+    def restore_snapshot(self, snapshot: dict[str, Any]) -> None:
+        params = dict(snapshot)
+        params["meta"] = Jsonb(params.get("meta") or {})
+        self.conn.execute(q("restore_insert_snapshot"), params)
+
+    def restore_parent_snapshot(self, session_id: str, parent_snapshot_id: int) -> None:
+        self.conn.execute(q("restore_set_parent_snapshot"),
+                          {"session_id": session_id, "parent_snapshot_id": parent_snapshot_id})
+
+    def restore_last_seq(self, session_ids: list[str]) -> None:
+        self.conn.execute(q("restore_set_last_seq"), {"session_ids": session_ids})
+
+    def reset_snapshot_identity(self) -> None:
+        self.conn.execute(q("restore_reset_identity"))
+
+
+class LeaderLock:
+    """The single-writer lock on its own direct connection. Losing the connection loses the lock, so
+    `held()` pings it before every job: an archiver that lost it stops writing and becomes a standby."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.conn: psycopg.Connection | None = None
+
+    def try_acquire(self) -> bool:
+        try:
+            if self.conn is None or self.conn.closed:
+                self.conn = self.db.connect(autocommit=True, keepalives=1, keepalives_idle=5,
+                                            keepalives_interval=2, keepalives_count=3)
+            with translate_errors():
+                got = self.conn.execute(q("archive_try_lock"), {"key": LOCK_KEY}).fetchone()[0]
+        except McpMemoryError as exc:
+            log.warning("archiver lock: %s", exc)
+            self.release()
+            return False
+        return bool(got)
+
+    def held(self) -> bool:
+        if self.conn is None or self.conn.closed:
+            return False
+        try:
+            self.conn.execute(q("archive_ping"))
+            return True
+        except psycopg.Error:
+            self.release()
+            return False
+
+    def release(self) -> None:
+        conn, self.conn = self.conn, None
+        if conn is not None and not conn.closed:
+            try:
+                conn.close()  # closing the session releases the advisory lock
+            except psycopg.Error:
+                pass
+
+
+class Listener:
+    """LISTEN on a dedicated autocommit connection; reconnects on the next wait after a failure, and
+    falls back to sleeping out the timeout (the polling fallback) while the database is away."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.conn: psycopg.Connection | None = None
+
+    def wait(self, timeout: float) -> bool:
+        """Block up to `timeout` seconds; True when a NOTIFY arrived."""
+        try:
+            if self.conn is None or self.conn.closed:
+                self.conn = self.db.connect(autocommit=True)
+                self.conn.execute(q("archive_listen"))
+            return any(True for _ in self.conn.notifies(timeout=timeout, stop_after=1))
+        except (psycopg.Error, McpMemoryError) as exc:
+            log.warning("archive listener: %s (polling until the database is back)", exc)
+            self.close()
+            time.sleep(timeout)
+            return False
+
+    def close(self) -> None:
+        conn, self.conn = self.conn, None
+        if conn is not None and not conn.closed:
+            try:
+                conn.close()
+            except psycopg.Error:
+                pass

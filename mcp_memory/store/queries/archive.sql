@@ -1,0 +1,183 @@
+-- Every statement of the git archiver (mcp_memory/archive): queue, leader lock, export reads,
+-- status, verify and restore.
+
+-- name: archive_try_lock
+-- Session-level advisory lock held by the active archiver on a direct connection (DESIGN.md
+-- decision 5). It goes away with the connection, so a dead archiver frees it for the standby.
+SELECT pg_try_advisory_lock(%(key)s::bigint);
+
+-- name: archive_unlock
+SELECT pg_advisory_unlock(%(key)s::bigint);
+
+-- name: archive_ping
+SELECT 1;
+
+-- name: archive_now
+SELECT now();
+
+-- name: archive_listen
+LISTEN mcp_memory_export;
+
+-- name: archive_notify
+SELECT pg_notify('mcp_memory_export', %(payload)s);
+
+-- name: archive_lock_holder
+-- The backend holding the archiver lock in this database (a bigint key below 2^32 is classid 0,
+-- objid = key, objsubid 1 in pg_locks).
+SELECT l.pid, a.application_name, host(a.client_addr) AS client_addr, a.backend_start
+FROM pg_locks l
+LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 0 AND l.objid = %(key)s AND l.objsubid = 1
+  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database());
+
+-- name: archive_claim_jobs
+-- Due pending jobs, and running jobs whose lease ran out (their archiver died), in snapshot order so
+-- that a session's snapshots are committed in the order they were taken. `due_before` (--once: the
+-- start of the run) keeps a job that failed during this run for the next run.
+WITH next AS (
+    SELECT job_id FROM export_jobs
+    WHERE (status = 'pending' AND run_after <= least(now(), %(due_before)s::timestamptz))
+       OR (status = 'running' AND lease_until < now())
+    ORDER BY snapshot_id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE export_jobs j
+SET status = 'running', locked_by = %(worker)s,
+    lease_until = now() + make_interval(secs => %(lease)s::float8)
+FROM next
+WHERE j.job_id = next.job_id
+RETURNING j.job_id, j.snapshot_id, j.session_id, j.attempts;
+
+-- name: archive_heartbeat
+UPDATE export_jobs SET lease_until = now() + make_interval(secs => %(lease)s::float8)
+WHERE locked_by = %(worker)s AND status = 'running';
+
+-- name: archive_release_running
+-- On taking the lock: no other archiver can be working, so every running job is stale.
+UPDATE export_jobs SET status = 'pending', locked_by = NULL, lease_until = NULL
+WHERE status = 'running';
+
+-- name: archive_mark_done
+UPDATE export_jobs
+SET status = 'done', locked_by = NULL, lease_until = NULL, last_error = NULL, finished_at = now()
+WHERE job_id = ANY(%(job_ids)s) AND status = 'running';
+
+-- name: archive_mark_attempt_failed
+UPDATE export_jobs
+SET attempts = attempts + 1,
+    last_error = %(error)s,
+    status = CASE WHEN %(give_up)s THEN 'failed' ELSE 'pending' END,
+    finished_at = CASE WHEN %(give_up)s THEN now() END,
+    run_after = now() + make_interval(secs => %(delay)s::float8),
+    locked_by = NULL, lease_until = NULL
+WHERE job_id = %(job_id)s
+RETURNING status;
+
+-- name: archive_next_due
+SELECT extract(epoch FROM min(run_after) - now()) FROM export_jobs WHERE status = 'pending';
+
+-- name: archive_get_job
+SELECT job_id, snapshot_id, session_id, status, attempts, last_error FROM export_jobs WHERE job_id = %(job_id)s;
+
+-- name: archive_requeue
+UPDATE export_jobs
+SET status = 'pending', attempts = 0, last_error = NULL, run_after = now(), finished_at = NULL,
+    locked_by = NULL, lease_until = NULL
+WHERE (job_id = %(job_id)s OR (%(job_id)s::bigint IS NULL AND status = 'failed'))
+  AND status IN ('pending', 'failed')
+RETURNING job_id;
+
+-- name: archive_status_counts
+SELECT status, count(*) AS jobs FROM export_jobs GROUP BY status;
+
+-- name: archive_oldest_pending
+SELECT job_id, snapshot_id, session_id, created_at, run_after, attempts, last_error,
+       extract(epoch FROM now() - created_at) AS age_seconds
+FROM export_jobs WHERE status IN ('pending', 'running') ORDER BY created_at, job_id LIMIT 1;
+
+-- name: archive_failed_jobs
+SELECT job_id, snapshot_id, session_id, attempts, last_error, finished_at
+FROM export_jobs WHERE status = 'failed' ORDER BY job_id LIMIT %(limit)s;
+
+-- name: archive_export_snapshot
+-- The snapshot, its session and lineage, read in the export's one REPEATABLE READ transaction.
+SELECT n.snapshot_id, n.session_id, n.project_id, n.up_to_seq, n.commit_msg, n.meta AS snapshot_meta,
+       n.created_by AS snapshot_created_by, n.created_at AS snapshot_created_at,
+       s.agent_source, s.title, s.meta, s.parent_session_id, s.fork_seq, s.parent_snapshot_id,
+       s.created_by, s.created_at
+FROM snapshots n JOIN sessions s ON s.session_id = n.session_id
+WHERE n.snapshot_id = %(snapshot_id)s;
+
+-- name: archive_export_messages
+-- The session's own rows after the archive's watermark, up to the snapshot.
+SELECT seq, append_id, payload, payload_hash, created_at FROM messages
+WHERE session_id = %(session_id)s AND seq > %(after_seq)s AND seq <= %(up_to_seq)s
+ORDER BY seq;
+
+-- name: archive_done_watermarks
+-- Per session: the highest snapshot watermark whose export is done (what the archive must hold).
+SELECT n.session_id, max(n.up_to_seq) AS up_to_seq, array_agg(n.snapshot_id ORDER BY n.snapshot_id) AS snapshot_ids
+FROM export_jobs j JOIN snapshots n ON n.snapshot_id = j.snapshot_id
+WHERE j.status = 'done'
+GROUP BY n.session_id;
+
+-- name: archive_sessions_lineage
+SELECT session_id, parent_session_id, fork_seq, parent_snapshot_id
+FROM sessions WHERE session_id = ANY(%(session_ids)s);
+
+-- name: archive_db_digests
+-- count, last seq and sha256 of the concatenated payload hashes of each session's own rows up to a seq.
+SELECT w.session_id, count(m.seq) AS messages, coalesce(max(m.seq), 0) AS last_seq,
+       sha256(coalesce(string_agg(m.payload_hash, ''::bytea ORDER BY m.seq), ''::bytea)) AS digest
+FROM unnest(%(session_ids)s::text[], %(up_to)s::bigint[]) AS w(session_id, up_to)
+LEFT JOIN messages m ON m.session_id = w.session_id AND m.seq <= w.up_to
+GROUP BY w.session_id;
+
+-- name: restore_has_sessions
+SELECT EXISTS (SELECT 1 FROM sessions);
+
+-- name: restore_insert_session
+INSERT INTO sessions (session_id, project_id, agent_source, title, meta, last_seq,
+                      parent_session_id, fork_seq, created_by, created_at)
+VALUES (%(session_id)s, %(project_id)s, %(agent_source)s, %(title)s, %(meta)s, 0,
+        %(parent_session_id)s, %(fork_seq)s, coalesce(%(created_by)s, current_user), %(created_at)s)
+ON CONFLICT (session_id) DO NOTHING;
+
+-- name: restore_temp_messages
+CREATE TEMP TABLE restore_messages (LIKE messages INCLUDING DEFAULTS) ON COMMIT DROP;
+
+-- name: restore_copy_messages
+COPY restore_messages (session_id, seq, project_id, append_id, role, payload, payload_hash, created_at)
+FROM STDIN;
+
+-- name: restore_insert_messages
+INSERT INTO messages (session_id, seq, project_id, append_id, role, payload, payload_hash, created_at)
+SELECT session_id, seq, project_id, append_id, role, payload, payload_hash, created_at FROM restore_messages
+ON CONFLICT DO NOTHING;
+
+-- name: restore_insert_snapshot
+INSERT INTO snapshots (snapshot_id, session_id, project_id, up_to_seq, commit_msg, meta, created_by, created_at)
+VALUES (%(snapshot_id)s, %(session_id)s, %(project_id)s, %(up_to_seq)s, %(commit_msg)s, %(meta)s,
+        coalesce(%(created_by)s, current_user), %(created_at)s)
+ON CONFLICT (snapshot_id) DO NOTHING;
+
+-- name: restore_set_parent_snapshot
+UPDATE sessions SET parent_snapshot_id = %(parent_snapshot_id)s
+WHERE session_id = %(session_id)s AND parent_snapshot_id IS NULL
+  AND EXISTS (SELECT 1 FROM snapshots WHERE snapshot_id = %(parent_snapshot_id)s);
+
+-- name: restore_set_last_seq
+-- last_seq: the highest seq the history reaches (own rows, the fork point, the snapshots).
+UPDATE sessions s
+SET last_seq = greatest(s.last_seq, coalesce(s.fork_seq, 0),
+                        coalesce((SELECT max(seq) FROM messages m WHERE m.session_id = s.session_id), 0),
+                        coalesce((SELECT max(up_to_seq) FROM snapshots n WHERE n.session_id = s.session_id), 0)),
+    updated_at = now()
+WHERE s.session_id = ANY(%(session_ids)s);
+
+-- name: restore_reset_identity
+-- Snapshots keep their ids: move the identity past them so new snapshots never reuse a tag name.
+SELECT setval(pg_get_serial_sequence('snapshots', 'snapshot_id'),
+              coalesce((SELECT max(snapshot_id) FROM snapshots), 1),
+              (SELECT max(snapshot_id) FROM snapshots) IS NOT NULL);
