@@ -3,12 +3,28 @@
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Mapping
 
 from .config import Settings, load_settings
 from .core.sanitize import Cleaner
 from .core.service import Service
+from .security.redact import from_config
 from .store.db import Database
+
+APPLICATION_NAME_MAX = 63  # PostgreSQL truncates application_name to NAMEDATALEN - 1 bytes
+
+
+def host_application_name(purpose: str = "mcp-memory") -> str:
+    """`<purpose>@<host>`: the connection's application_name, which the audit column
+    messages.written_host records by default (so every message says which host wrote it)."""
+    name = f"{purpose}@{socket.gethostname()}"
+    return name.encode()[:APPLICATION_NAME_MAX].decode(errors="ignore")
+
+
+def build_cleaner(settings: Settings) -> Cleaner:
+    """The payload cleaner with the redactor of the `[redaction]` config section."""
+    return Cleaner(from_config(settings.raw.get("redaction")))
 
 
 def build(
@@ -16,5 +32,6 @@ def build(
     application_name: str = "mcp-memory",
 ) -> Service:
     settings = settings or load_settings(dsn=dsn, environ=os.environ if environ is None else environ)
-    db = Database(settings, application_name=application_name)
-    return Service(db, cleaner=Cleaner())
+    name = application_name if "@" in application_name else host_application_name(application_name)
+    db = Database(settings, application_name=name)
+    return Service(db, cleaner=build_cleaner(settings))

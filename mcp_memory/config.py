@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from .credentials import mask_dsn
 from .errors import ConfigError
 from .models import DEFAULT_MAX_MESSAGE_BYTES
-from .credentials import mask_dsn
 
 APP = "mcp-memory"
 KEYRING_SERVICE = "mcp-memory"
@@ -39,6 +39,7 @@ class Settings:
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     password: str | None = None  # from env or keyring, never logged
     archive: dict[str, Any] = field(default_factory=dict)
+    pgbouncer: bool = False  # [database] pgbouncer: no prepared statements (transaction pooling)
     raw: dict[str, Any] = field(default_factory=dict)  # whole config file, for later sections
 
     @property
@@ -48,6 +49,16 @@ class Settings:
     @property
     def embedded_dir(self) -> Path:
         return self.data_dir / "pg"
+
+    @property
+    def credentials_file(self) -> Path:
+        """Where `mcp-memory login` keeps tokens when no OS keyring backend exists (mode 0600)."""
+        return self.config_dir / "credentials.json"
+
+    @property
+    def write_config_path(self) -> Path:
+        """The config file that `mcp-memory login` updates: the one in use, else the default place."""
+        return self.config_path or self.config_dir / "config.toml"
 
     def describe_dsn(self) -> str:
         return "embedded" if self.dsn is None else mask_dsn(self.dsn)
@@ -98,6 +109,7 @@ def load_settings(*, dsn: str | None = None, environ: Mapping[str, str] | None =
         max_message_bytes=_int(limits, "max_message_bytes", DEFAULT_MAX_MESSAGE_BYTES, minimum=1024),
         password=environ.get("MCP_MEMORY_PASSWORD") or None,
         archive=_section(raw, "archive"),
+        pgbouncer=_bool(database, "pgbouncer", False),
         raw=raw,
     )
 
@@ -131,4 +143,11 @@ def _int(section: dict[str, Any], key: str, default: int, *, minimum: int) -> in
     value = section.get(key, default)
     if not isinstance(value, int) or value < minimum:
         raise ConfigError(f"config: {key} must be an integer ≥ {minimum}, got {value!r}")
+    return value
+
+
+def _bool(section: dict[str, Any], key: str, default: bool) -> bool:
+    value = section.get(key, default)
+    if not isinstance(value, bool):
+        raise ConfigError(f"config: {key} must be true or false, got {value!r}")
     return value

@@ -1,9 +1,13 @@
-"""Database passwords and host tokens: from env or the OS keyring, never printed in full."""
+"""Database passwords and host tokens: from env, the OS keyring, or (where no keyring backend
+exists, e.g. headless Linux) a 0600 JSON file in the config dir; never printed in full."""
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import re
+from pathlib import Path
 
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
@@ -11,7 +15,7 @@ log = logging.getLogger(__name__)
 
 KEYRING_SERVICE = "mcp-memory"
 _URI_PASSWORD = re.compile(r"(postgres(?:ql)?://[^:/@\s]*:)([^@\s]*)(@)")
-_KV_PASSWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.I)
+_KV_PASSWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
 
 
 def mask_dsn(dsn: str) -> str:
@@ -42,13 +46,56 @@ def keyring_password(dsn: str) -> str | None:
         return None
 
 
-def with_password(dsn: str, password: str | None) -> str:
-    """Add a password to a DSN that has none; a DSN's own password wins."""
+def file_password(dsn: str, path: Path | None) -> str | None:
+    """The token stored for this DSN in the fallback file, or None."""
+    if path is None or not path.is_file():
+        return None
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        log.warning("cannot read the credentials file %s: %s", path, exc)
+        return None
+    value = stored.get(keyring_account(dsn)) if isinstance(stored, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def store_password(dsn: str, secret: str, *, fallback: Path) -> Path | None:
+    """Keep a token for this DSN: in the OS keyring, else in the 0600 fallback file.
+    Returns None when the keyring took it, else the file it went to."""
+    try:
+        import keyring
+        from keyring.errors import KeyringError
+
+        keyring.set_password(KEYRING_SERVICE, keyring_account(dsn), secret)
+        return None
+    except (KeyringError, RuntimeError, OSError) as exc:
+        log.debug("no usable keyring (%s); using %s", exc, fallback)
+    stored: dict[str, str] = {}
+    if fallback.is_file():
+        try:
+            loaded = json.loads(fallback.read_text(encoding="utf-8"))
+            stored = loaded if isinstance(loaded, dict) else {}
+        except (OSError, ValueError):
+            stored = {}
+    stored[keyring_account(dsn)] = secret
+    fallback.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(fallback, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        os.chmod(fallback, 0o600)  # also when the file existed with wider rights
+        json.dump(stored, out, indent=1)
+    return fallback
+
+
+def with_password(dsn: str, password: str | None, *, fallback_file: Path | None = None) -> str:
+    """Add a password to a DSN that has none; a DSN's own password wins, then `password` (env),
+    then the keyring, then the fallback file written by `mcp-memory login`."""
     params = conninfo_to_dict(dsn)
     if params.get("password"):
         return dsn
     if password is None:
         password = keyring_password(dsn)
+    if password is None:
+        password = file_password(dsn, fallback_file)
     if password is None:
         return dsn
     return make_conninfo(dsn, password=password)

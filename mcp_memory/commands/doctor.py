@@ -40,6 +40,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         hint = ("the embedded server could not start; see its log under " + str(settings.embedded_dir)
                 if settings.embedded else "check the DSN, the network and the password (keyring or MCP_MEMORY_PASSWORD)")
         checks.append(Check("database", False, f"{exc} — {hint}"))
+    checks.append(_credentials_check(settings))
     checks.append(_keyring_check())
     checks.append(_archive_check(settings))
     failed = [c for c in checks if not c.ok]
@@ -76,6 +77,32 @@ def _pgvector_check(conn, database: dict[str, Any]) -> Check:
     if row is None:
         return Check("pgvector", True, "not available on this server: semantic search is off, full-text search works")
     return Check("pgvector", True, f"available (version {row[0]})")
+
+
+def _credentials_check(settings: Settings) -> Check:
+    """Where this host's password/token comes from (`mcp-memory login` stores it)."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict
+
+    from ..credentials import file_password, keyring_password
+
+    if settings.embedded:
+        return Check("credentials", True, "embedded server: local trust authentication, no token needed")
+    try:
+        params = conninfo_to_dict(settings.dsn or "")
+    except psycopg.ProgrammingError as exc:  # a malformed DSN
+        return Check("credentials", False, f"the DSN cannot be parsed ({exc}): fix --dsn / MCP_MEMORY_DSN / config")
+    if params.get("password"):
+        source = "the DSN itself (prefer `mcp-memory login`: it keeps the token out of config files)"
+    elif settings.password:
+        source = "MCP_MEMORY_PASSWORD"
+    elif keyring_password(settings.dsn or ""):
+        source = "the OS keyring (mcp-memory login)"
+    elif file_password(settings.dsn or "", settings.credentials_file):
+        source = f"the 0600 file {settings.credentials_file} (no keyring on this host)"
+    else:
+        source = "nowhere: libpq falls back to ~/.pgpass or trust/peer auth; run `mcp-memory login --dsn …`"
+    return Check("credentials", True, f"password/token from {source}")
 
 
 def _keyring_check() -> Check:

@@ -1,14 +1,137 @@
-"""Command group 'security' — sub-commands are registered here (add_parsers) with their handlers."""
+"""`mcp-memory token create | list | revoke`, `mcp-memory login`, `mcp-memory serve-http`."""
 
 from __future__ import annotations
 
 import argparse
+import getpass
+import sys
 from collections.abc import Callable
+
+from ..config import Settings
+from ..errors import Invalid
+from ..store.db import Database
+from .output import print_json
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
-    return None
+    raw = argparse.RawDescriptionHelpFormatter
+    token = sub.add_parser(
+        "token", help="token-scoped database roles: create, list, revoke (run with the owner DSN)",
+        description="A token is the password of a database role limited to some projects by row-level "
+        "security.\nExamples:\n  mcp-memory --dsn postgresql://owner@db/mem token create --name host-a --project web\n"
+        "  mcp-memory token create --name archiver --archiver --json\n"
+        "  mcp-memory token list\n  mcp-memory token revoke host-a", formatter_class=raw)
+    actions = token.add_subparsers(dest="token_action", metavar="ACTION", required=True)
+    create = actions.add_parser("create", help="create a role and print its token (shown once)")
+    create.add_argument("--name", required=True, help="role name (a-z, 0-9, _ and -), e.g. the host name")
+    create.add_argument("--project", action="append", metavar="P",
+                        help="a project the token may use (repeat; '*' = every project)")
+    create.add_argument("--read-only", action="store_true", help="read, never write")
+    create.add_argument("--archiver", action="store_true",
+                        help="for `mcp-memory archive`: reads its projects (all without --project), "
+                        "updates export_jobs")
+    create.add_argument("--json", action="store_true", help='print {"name", "role", "token", "dsn"}')
+    listing = actions.add_parser("list", help="tokens with their projects and open connections")
+    listing.add_argument("--json", action="store_true", help="print one JSON document")
+    revoke = actions.add_parser("revoke", help="drop the role; its open connections end")
+    revoke.add_argument("name")
+
+    login = sub.add_parser(
+        "login", help="store this host's token (OS keyring, else a 0600 file) and the central DSN",
+        description="Example: mcp-memory login --dsn postgresql://host-a@db.example/mem\n"
+        "  (prompts for the token; or pipe it: ... login --dsn ... --token-stdin)", formatter_class=raw)
+    login.add_argument("--dsn", dest="login_dsn", metavar="DSN",
+                       help="the central database, as this host's role (no password)")
+    login.add_argument("--token-stdin", action="store_true", help="read the token from standard input")
+    login.add_argument("--no-verify", action="store_true", help="store without logging in once first")
+    login.add_argument("--pgbouncer", action=argparse.BooleanOptionalAction, default=None,
+                       help="the DSN points at PgBouncer in transaction mode (no prepared statements)")
+
+    http = sub.add_parser(
+        "serve-http", help="REST API (CONTRACT §4) and MCP streamable HTTP at /mcp",
+        description="Example: mcp-memory serve-http --port 8765\n"
+        "  curl -H 'Authorization: Bearer <token>' http://127.0.0.1:8765/v1/sessions", formatter_class=raw)
+    http.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1; another one "
+                      "needs at least one token)")
+    http.add_argument("--port", type=int, default=8765)
 
 
 def handlers() -> dict[str, Callable[..., int]]:
-    return {}
+    return {"token": token, "login": login, "serve-http": serve_http}
+
+
+def token(settings: Settings, args: argparse.Namespace) -> int:
+    from ..security import tokens
+
+    db = Database(settings, application_name="mcp-memory token")
+    try:
+        if args.token_action == "create":
+            return _create(db, args)
+        if args.token_action == "list":
+            rows = tokens.list_(db)
+            if args.json:
+                print_json({"tokens": [_row_json(r) for r in rows]})
+                return 0
+            for r in rows:
+                mode = "archiver" if r.archiver else "read-only" if r.read_only else "read-write"
+                state = "" if r.can_login else "  (login disabled)"
+                print(f"{r.role:<24} {mode:<10} {','.join(r.projects):<30} {r.connections} connection(s){state}")
+            if not rows:
+                print("no tokens")
+            return 0
+        ended = tokens.revoke(db, args.name)
+        print(f"revoked {args.name}: role dropped, " + (f"{ended} open connection(s) ended" if ended is not None
+              else "open connections could not be ended by this role, but they can no longer read or write"))
+        return 0
+    finally:
+        db.close()
+
+
+def _create(db: Database, args: argparse.Namespace) -> int:
+    from ..security import tokens
+
+    created = tokens.create(db, name=args.name, projects=args.project, read_only=args.read_only,
+                            archiver=args.archiver)
+    if args.json:
+        print_json({"name": created.name, "role": created.role, "token": created.token, "dsn": created.dsn})
+        return 0
+    mode = "archiver" if created.archiver else "read-only" if created.read_only else "read-write"
+    print(f"token for role {created.role} ({mode}; projects: {', '.join(created.projects)}) — shown once:\n")
+    print(f"  {created.token}\n")
+    print(f"on the host:  mcp-memory login --dsn '{created.dsn}'   (then paste the token)")
+    return 0
+
+
+def _row_json(r) -> dict:
+    return {"name": r.role, "role": r.role, "projects": r.projects, "read_only": r.read_only,
+            "archiver": r.archiver, "created_by": r.created_by,
+            "created_at": r.created_at.isoformat() if r.created_at else None,
+            "can_login": r.can_login, "connections": r.connections}
+
+
+def login(settings: Settings, args: argparse.Namespace) -> int:
+    from ..security.login import login as do_login
+
+    dsn = args.login_dsn or (settings.dsn if not settings.embedded else None)
+    if not dsn:
+        raise Invalid("give the central database: mcp-memory login --dsn postgresql://<role>@<host>/<db>")
+    if args.token_stdin:
+        secret = sys.stdin.readline()
+    else:
+        secret = getpass.getpass("token (from `mcp-memory token create`): ")
+    result = do_login(settings, dsn=dsn, token=secret, check=not args.no_verify, pgbouncer=args.pgbouncer)
+    where = (f"the OS keyring (service mcp-memory, account {result.account})" if result.fallback_file is None
+             else f"{result.fallback_file} (mode 0600): no OS keyring backend is available on this host")
+    print(f"logged in as {result.role or '?'} on {result.dsn}")
+    if result.projects:
+        print(f"projects: {', '.join(result.projects)}" + (" (read-only)" if result.read_only else ""))
+    print(f"token stored in {where}")
+    print(f"DSN recorded in {result.config_path}")
+    return 0
+
+
+def serve_http(settings: Settings, args: argparse.Namespace) -> int:
+    from ..http.server import serve
+
+    serve(settings, host=args.host, port=args.port)
+    return 0

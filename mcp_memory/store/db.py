@@ -13,7 +13,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..config import Settings
 from ..credentials import mask_dsn, with_password
-from ..errors import McpMemoryError, Unavailable
+from ..errors import Invalid, McpMemoryError, Unavailable
 from . import embedded, migrate
 
 log = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ class Database:
                 base = embedded.ensure_running(self.settings.embedded_dir)
             else:
                 base = self.settings.dsn or ""
-            self._dsn = with_password(base, self.settings.password)
+            self._dsn = with_password(base, self.settings.password, fallback_file=self.settings.credentials_file)
         return self._dsn
 
     def masked_dsn(self) -> str:
@@ -53,8 +53,13 @@ class Database:
                 self.dsn(),
                 connect_timeout=max(1, int(self.settings.connect_timeout)),
                 application_name=self.application_name,
-                **kwargs,
+                **{**self._pooler_options(), **kwargs},
             )
+
+    def _pooler_options(self) -> dict[str, object]:
+        """Behind PgBouncer in transaction mode a server connection changes between transactions:
+        prepared statements (psycopg prepares a query run 5 times) would be missing there."""
+        return {"prepare_threshold": None} if self.settings.pgbouncer else {}
 
     def pool(self) -> ConnectionPool:
         with self._lock:
@@ -76,6 +81,7 @@ class Database:
                 kwargs={
                     "application_name": self.application_name,
                     "connect_timeout": max(1, int(self.settings.connect_timeout)),
+                    **self._pooler_options(),
                 },
                 name="mcp-memory",
             )
@@ -107,9 +113,8 @@ class Database:
     def transaction(self) -> Iterator[psycopg.Connection]:
         """A pooled connection inside one transaction (committed on success, rolled back on error)."""
         try:
-            with translate_errors():
-                with self.pool().connection() as conn:
-                    yield conn
+            with translate_errors(), self.pool().connection() as conn:
+                yield conn
         except Unavailable:
             self.reset()
             raise
@@ -136,6 +141,8 @@ def translate_errors() -> Iterator[None]:
         from ..errors import Forbidden
 
         raise Forbidden(exc.diag.message_primary or "permission denied") from exc
+    except psycopg.DataError as exc:  # e.g. U+0000 in a text argument: the input, not the server
+        raise Invalid(f"a value cannot be stored: {str(exc).splitlines()[0]}") from exc
     except psycopg.OperationalError as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise Unavailable(f"database unreachable, retry later ({mask_dsn(reason)})") from exc

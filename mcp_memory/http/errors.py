@@ -1,0 +1,65 @@
+"""REST errors: the one table that maps the error hierarchy to HTTP statuses (STYLE.md 6).
+
+Body: `{"error": {"code": "...", "message": "..."}}`; the code is the same as the bracketed code of
+the MCP transport.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from starlette.responses import JSONResponse
+
+from ..errors import ConfigError, Conflict, Forbidden, Invalid, McpMemoryError, NotFound, Unavailable
+from ..security.tokens import Unauthorized
+
+log = logging.getLogger(__name__)
+
+
+class TooLarge(McpMemoryError):
+    code = "too_large"
+
+
+class RateLimited(McpMemoryError):
+    code = "rate_limited"
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+STATUS: dict[type[McpMemoryError], int] = {
+    Invalid: 400,
+    Unauthorized: 401,
+    Forbidden: 403,
+    NotFound: 404,
+    Conflict: 409,
+    TooLarge: 413,
+    RateLimited: 429,
+    Unavailable: 503,
+    ConfigError: 503,  # the server is misconfigured: the client can only retry later
+}
+
+
+def status_of(exc: McpMemoryError) -> int:
+    for cls in type(exc).__mro__:
+        if cls in STATUS:
+            return STATUS[cls]
+    return 500
+
+
+def error_response(exc: McpMemoryError) -> JSONResponse:
+    headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, RateLimited) else {}
+    if isinstance(exc, Unauthorized):
+        headers["WWW-Authenticate"] = 'Bearer realm="mcp-memory"'
+    status = status_of(exc)
+    if status >= 500:
+        log.warning("%s", exc.render())
+    return JSONResponse({"error": {"code": exc.code, "message": str(exc)}}, status_code=status, headers=headers)
+
+
+def internal_error(exc: Exception) -> JSONResponse:
+    """A bug, not a user error: logged with its traceback; the client gets no details."""
+    log.error("unexpected error", exc_info=exc)
+    return JSONResponse({"error": {"code": "internal", "message": "internal error (see the server log)"}},
+                        status_code=500)

@@ -1,0 +1,84 @@
+"""MCP streamable HTTP at `/mcp`, behind the REST bearer tokens.
+
+The tools are the stdio server's (`build_server(get_service)`); `get_service` answers with the
+service of the token of the HTTP request that carried the tool call. The SDK attaches that request
+to each call's context, so the wrapper around `call_tool` resolves the token per call (never per MCP
+session: a session id does not carry anyone's rights). Stateless mode with JSON responses: no
+session state to keep, and any instance behind a load balancer can answer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any
+
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.types import Receive, Scope, Send
+
+from ..core.service import Service
+from ..errors import McpMemoryError
+from ..mcp.server import build_server
+from ..security.tokens import Unauthorized
+from .auth import bearer
+from .errors import error_response
+
+if TYPE_CHECKING:
+    from .app import Gate
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+_current: ContextVar[Service] = ContextVar("mcp_memory_http_service")
+
+
+def _current_service() -> Service:
+    return _current.get()
+
+
+class McpMount:
+    """An ASGI endpoint: checks the bearer token, then hands the request to the SDK's transport."""
+
+    def __init__(self, gate: Gate, *, host: str) -> None:
+        self.gate = gate
+        self.server = build_server(_current_service)
+        security = None if host in LOOPBACK else TransportSecuritySettings(enable_dns_rebinding_protection=False)
+        self.server.streamable_http_app(streamable_http_path="/mcp", json_response=True, stateless_http=True,
+                                        transport_security=security, host=host)
+        self.asgi = StreamableHTTPASGIApp(self.server.session_manager)
+        self._wrap_call_tool()
+
+    def _wrap_call_tool(self) -> None:
+        original = self.server.call_tool
+        registry = self.gate.registry
+
+        async def call_tool(name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            request = getattr(getattr(context, "request_context", None), "request", None)
+            if not isinstance(request, Request):
+                raise Unauthorized("tool calls over HTTP need the request's bearer token")
+            token = bearer(request.headers.get("authorization"))
+            service = await run_in_threadpool(registry.service_for, token)
+            reset = _current.set(service)
+            try:
+                return await original(name, arguments, context)
+            finally:
+                _current.reset(reset)
+
+        self.server.call_tool = call_tool  # type: ignore[method-assign]
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        async with self.server.session_manager.run():
+            yield
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        try:
+            token = self.gate.admit(request)
+            await run_in_threadpool(self.gate.registry.service_for, token)
+        except McpMemoryError as exc:
+            await error_response(exc)(scope, receive, send)
+            return
+        await self.asgi(scope, receive, send)

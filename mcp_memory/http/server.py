@@ -1,0 +1,82 @@
+"""`mcp-memory serve-http`: wiring (settings → token registry → app) and the uvicorn run.
+
+```toml
+[http]
+max_body_bytes = 33554432   # 413 above this
+rate_limit = 20             # requests per second per token (0: no limit); 429 + Retry-After
+burst = 40
+recheck_seconds = 30        # a revoked token stops working within this time
+```
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+from typing import Any
+
+from ..app import build
+from ..config import Settings
+from ..errors import ConfigError, Invalid
+from ..store.db import Database
+from ..store.security_repo import SecurityStore
+from .app import HttpOptions, create_app
+from .auth import TokenRegistry
+
+log = logging.getLogger(__name__)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def http_options(settings: Settings, host: str) -> HttpOptions:
+    section: Any = settings.raw.get("http", {})
+    if not isinstance(section, dict):
+        raise ConfigError("config: [http] must be a table")
+    defaults = HttpOptions()
+    values: dict[str, Any] = {"host": host}
+    for key, kind in (("max_body_bytes", int), ("rate_limit", float), ("burst", int), ("recheck_seconds", float)):
+        value = section.get(key, getattr(defaults, key))
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise ConfigError(f"config: http.{key} must be a number ≥ 0, got {value!r}")
+        values[key] = kind(value)
+    return HttpOptions(**values)
+
+
+def tokens_configured(db: Database) -> int:
+    with db.transaction() as conn:
+        return SecurityStore(conn).token_count()
+
+
+def prepare(settings: Settings, host: str) -> tuple[Any, TokenRegistry]:
+    """The app and its registry; refuses a non-loopback bind while no token exists."""
+    db = Database(settings, application_name="mcp-memory serve-http")
+    try:
+        db.ensure_schema()
+        base_dsn = db.dsn()
+        if not is_loopback(host) and tokens_configured(db) == 0:
+            raise Invalid(f"refusing to listen on {host} without tokens: create one with `mcp-memory token create` "
+                          "first (or bind 127.0.0.1)")
+    finally:
+        db.close()
+    options = http_options(settings, host)
+    registry = TokenRegistry(settings, base_dsn, lambda s: build(s, application_name="mcp-memory http"),
+                             recheck_seconds=options.recheck_seconds)
+    return create_app(registry, options), registry
+
+
+def serve(settings: Settings, *, host: str, port: int) -> None:
+    import uvicorn
+
+    app, registry = prepare(settings, host)
+    log.warning("mcp-memory REST on http://%s:%d (OpenAPI at /openapi.json, MCP at /mcp)", host, port)
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False)
+    finally:
+        registry.close()

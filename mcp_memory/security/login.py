@@ -1,0 +1,91 @@
+"""`mcp-memory login`: a host keeps its token and the central DSN, so later commands need neither.
+
+The token goes to the OS keyring (service "mcp-memory", account `keyring_account(dsn)`), or, where
+no keyring backend exists (headless Linux), to a 0600 file in the config dir; the DSN, without any
+password, goes to `[database] dsn` of the config file (other settings and comments are kept).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+import tomlkit
+from psycopg.conninfo import conninfo_to_dict
+
+from ..config import Settings
+from ..credentials import keyring_account, mask_dsn, store_password
+from ..errors import ConfigError, Forbidden, Invalid, Unavailable
+from ..store.db import translate_errors
+from ..store.security_repo import SecurityStore
+from .tokens import parse_token, role_dsn
+
+
+@dataclass(frozen=True)
+class LoginResult:
+    dsn: str
+    role: str
+    account: str
+    fallback_file: Path | None  # None: stored in the OS keyring
+    config_path: Path
+    projects: list[str]
+    read_only: bool
+
+
+def normalise_dsn(dsn: str, token: str) -> str:
+    """The DSN without a password; its user is the token's role (added when the DSN has none)."""
+    try:
+        params = conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError as exc:
+        raise Invalid(f"--dsn is not a PostgreSQL DSN: {exc}") from None
+    role = parse_token(token)
+    user = params.get("user")
+    if role and user and user != role:
+        raise Invalid(f"this token belongs to role {role}, but the DSN connects as {user}")
+    return role_dsn(dsn, user or role or "")
+
+
+def verify(dsn: str, token: str, *, timeout: float) -> tuple[str, list[str], bool]:
+    """Log in once with the token: (role, projects, read_only). Nothing is stored if this fails."""
+    try:
+        with translate_errors(), psycopg.connect(dsn, password=token, connect_timeout=max(1, int(timeout))) as conn:
+            store = SecurityStore(conn)
+            role, _ = store.whoami()
+            mine = store.my_token()
+    except Unavailable as exc:
+        raise Forbidden(f"cannot log in with this token ({exc}); nothing was stored") from exc
+    if mine is None:
+        return role, [], False
+    return role, mine.projects, mine.read_only
+
+
+def record_dsn(config_path: Path, dsn: str, *, pgbouncer: bool | None) -> None:
+    """Set `[database] dsn` (and `pgbouncer` when given) in the config file, keeping the rest."""
+    try:
+        document = tomlkit.parse(config_path.read_text(encoding="utf-8")) if config_path.is_file() else tomlkit.document()
+    except (OSError, tomlkit.exceptions.ParseError) as exc:
+        raise ConfigError(f"cannot update {config_path}: {exc}") from None
+    database = document.get("database")
+    if database is None:
+        database = tomlkit.table()
+        document["database"] = database
+    database["dsn"] = dsn
+    if pgbouncer is not None:
+        database["pgbouncer"] = pgbouncer
+    config_path.parent.mkdir(parents=True, exist_ok=True)
+    config_path.write_text(tomlkit.dumps(document), encoding="utf-8")
+
+
+def login(settings: Settings, *, dsn: str, token: str, check: bool = True,
+          pgbouncer: bool | None = None) -> LoginResult:
+    token = token.strip()
+    if not token:
+        raise Invalid("the token is empty")
+    clean = normalise_dsn(dsn, token)
+    role, projects, read_only = (verify(clean, token, timeout=settings.connect_timeout) if check
+                                 else (conninfo_to_dict(clean).get("user", ""), [], False))
+    fallback = store_password(clean, token, fallback=settings.credentials_file)
+    record_dsn(settings.write_config_path, clean, pgbouncer=pgbouncer)
+    return LoginResult(dsn=mask_dsn(clean), role=role, account=keyring_account(clean), fallback_file=fallback,
+                       config_path=settings.write_config_path, projects=projects, read_only=read_only)

@@ -1,0 +1,117 @@
+"""The built-in secret patterns (seed 1 §8 "脱敏红线": redact before anything is stored).
+
+Each rule names what it finds (`[REDACTED:<name>]`). A rule whose regex has a group named `secret`
+replaces only that group, so the context a reader needs survives: `password=[REDACTED:password]`,
+`postgresql://app:[REDACTED:url_password]@db/x`, `Authorization: Bearer [REDACTED:authorization]`.
+
+Sources for the formats: the providers' own documentation of key prefixes (AWS IAM unique-id
+prefixes, GitHub's 2021 token format, GitLab token prefixes, Slack token types, Stripe key prefixes,
+Google API keys, RFC 7519 for JWTs, RFC 7468 for PEM). Values are matched without quotes,
+backslashes or braces, so a replacement inside a JSON-encoded string (tool_call arguments) keeps the
+JSON valid.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    regex: re.Pattern[str]
+    # assignment-style rules judge the value, because code assigns variables, not secrets
+    check_value: bool = False
+
+
+def _rule(name: str, pattern: str, *, flags: int = 0, check_value: bool = False) -> Rule:
+    return Rule(name, re.compile(pattern, flags), check_value)
+
+
+_B = r"(?<![A-Za-z0-9_\-])"  # a token starts here (not inside a longer word)
+_E = r"(?![A-Za-z0-9_\-])"  # and ends here
+# an assignment value: no whitespace, quotes, backslashes, brackets or separators
+_VALUE = r"""[^\s"'`\\,;(){}\[\]<>|]+"""
+_KEY_WORDS = (
+    r"passwd|password|passphrase|pass|pwd|secret|secret[_-]?key|client[_-]?secret|api[_-]?key|apikey|"
+    r"access[_-]?key|private[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|token|credentials?"
+)
+_ASSIGN_KEY = rf"""(?<![A-Za-z0-9])(?:[A-Za-z0-9]+[_.\-])*(?i:{_KEY_WORDS}|pgpassword|mysql_pwd)(?![A-Za-z0-9])"""
+
+BUILTIN: tuple[Rule, ...] = (
+    _rule("private_key",
+          r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+          r"(?:(?:[A-Za-z0-9+/=:\-\s]|\\[nr])*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+          r"|(?:[A-Za-z0-9+/=\s]|\\[nr])*)"),
+    _rule("mcp_memory_token", _B + r"mmt\.[a-z][a-z0-9_\-]{0,62}\.[A-Za-z0-9_\-]{43}" + _E),
+    _rule("aws_access_key",
+          r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA|ASCA)[A-Z0-9]{16}(?![A-Z0-9])"),
+    _rule("aws_secret_key",
+          r"(?i:aws)[A-Za-z_\-.]*(?i:secret)[A-Za-z_\-.]*[\"']?\s*[:=]\s*[\"']?"
+          r"(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"),
+    _rule("github_token", _B + r"(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})" + _E),
+    _rule("gitlab_token",
+          _B + r"(?:glpat|gldt|glrt|glptt|glcbt|glsoat|glft|glimt|glagent|gloas)-[A-Za-z0-9_\-]{20,}" + _E),
+    _rule("anthropic_key", _B + r"sk-ant-(?:api|admin|oat)\d{2}-[A-Za-z0-9_\-]{20,}" + _E),
+    _rule("openai_key",
+          _B + r"sk-(?:(?:proj|svcacct|admin|None)-[A-Za-z0-9_\-]{20,}|[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20})" + _E),
+    _rule("deepseek_key", _B + r"sk-[0-9a-f]{32}" + _E),
+    _rule("api_key", _B + r"sk-(?=[A-Za-z_\-]*[0-9])(?=[0-9_\-a-z]*[A-Z])[A-Za-z0-9_\-]{24,}" + _E),
+    _rule("slack_token", _B + r"(?:xox[abposre]-[A-Za-z0-9\-]{10,}|xapp-\d-[A-Z0-9]+-\d+-[a-f0-9]{16,})" + _E),
+    _rule("slack_webhook", r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_\-]{20,}"),
+    _rule("stripe_key", _B + r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}" + _E + r"|" + _B + r"whsec_[A-Za-z0-9]{24,}"),
+    _rule("google_api_key", _B + r"AIza[0-9A-Za-z_\-]{35}" + _E),
+    _rule("google_oauth", _B + r"(?:GOCSPX-[A-Za-z0-9_\-]{28}|ya29\.[0-9A-Za-z_\-]{30,})" + _E),
+    _rule("npm_token", _B + r"npm_[A-Za-z0-9]{36}" + _E),
+    _rule("pypi_token", _B + r"pypi-AgE[A-Za-z0-9_\-]{50,}" + _E),
+    _rule("huggingface_token", _B + r"hf_[A-Za-z]{34}" + _E),
+    _rule("sendgrid_key", _B + r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}" + _E),
+    _rule("jwt", _B + r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{10,}" + _E),
+    _rule("url_password",
+          r"(?i:[a-z][a-z0-9+.\-]{1,20})://[^\s:/@\"'\\]{0,100}:(?P<secret>[^\s@/\"'\\]{1,200})@(?=[A-Za-z0-9\[._\-])"),
+    _rule("authorization",
+          r"(?i:(?:proxy-)?authorization)[\"']?\s*[:=]\s*[\"']?(?:(?i:bearer|basic|token|digest|bot)\s+)?"
+          r"(?P<secret>[A-Za-z0-9._~+/\-]{8,}=*)"),
+    _rule("bearer_token", r"(?<![A-Za-z])(?i:bearer)\s+(?P<secret>[A-Za-z0-9._~+/\-]{20,}=*)"),
+    _rule("password",
+          _ASSIGN_KEY + r"""["']?\s*(?::=|=>|[:=])\s*(?P<quote>["'`]?)(?P<secret>""" + _VALUE + r")",
+          check_value=True),
+)
+
+# Values that are obviously not secrets: placeholders, references, types and code.
+_PLACEHOLDER = re.compile(
+    r"""^(?:
+        \$\{?[A-Za-z_][A-Za-z0-9_]*\}?.*     # $VAR, ${VAR}
+      | %\(?[A-Za-z_]*\)?s                    # %(name)s, %s
+      | \{\{?.*\}?\}                          # {name}, {{ template }}
+      | <[^>]*>?                              # <password>
+      | \*+ | x{3,} | X{3,} | \.{3,}           # *** xxx ...
+      | \[REDACTED[^\]]*\]?                   # already redacted
+      | (?i:your|my|example|sample|dummy|placeholder|changeme_here)[A-Za-z0-9_\-]*
+    )$""",
+    re.VERBOSE,
+)
+_WORDS = frozenset(
+    ["none", "null", "nil", "true", "false", "str", "string", "bytes", "int", "bool", "text", "required", "optional", "hidden", "bearer", "basic", "token", "password", "passwd", "secret", "pass", "pwd", "credential", "credentials", "env", "environ", "getenv", "input", "prompt", "redacted", "masked", "undefined", "empty", "default"]
+)
+_PATH = re.compile(r"^(?:\.{0,2}/|~/|[A-Za-z]:\\)|\.(?:json|ya?ml|txt|pem|key|env|toml|ini|conf|cfg)$")
+_CODE = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_]*)(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(.*)?$")
+
+
+def plausible_assigned_secret(value: str, *, quoted: bool) -> bool:
+    """Whether the value of `password=…`, `secret: …` looks like a secret rather than code or prose.
+
+    Quoted values are literals: secret unless a placeholder or a type/keyword. Unquoted values are
+    often identifiers (`password=password`, `token: str`): secret only when they carry a digit or a
+    symbol, as real passwords and keys almost always do.
+    """
+    if len(value) < 4 or _PLACEHOLDER.match(value) or value.lower() in _WORDS:
+        return False
+    if _PATH.search(value):
+        return False  # where the secret is kept, not the secret
+    if quoted:
+        return True
+    if _CODE.match(value) and not any(ch.isdigit() for ch in value):
+        return False  # an identifier, attribute or call: code, not a literal
+    return any(ch.isdigit() for ch in value) or any(ch in "!@#$%^&*+/=~-" for ch in value)

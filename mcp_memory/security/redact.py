@@ -1,0 +1,101 @@
+"""Secret redaction: every string of a payload passes through `Redactor.redact` before it is stored
+(core/sanitize.py walks the payload; app.py builds the redactor from the `[redaction]` config).
+
+```toml
+[redaction]
+enabled = true                                  # default
+allowlist = ["AKIAIOSFODNN7EXAMPLE", "^test_"]  # regexes; a match that one of them finds is kept
+[redaction.patterns]                            # extra rules: name = regex (a `secret` group narrows it)
+internal_token = "itk_[A-Za-z0-9]{32}"
+```
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..errors import ConfigError
+from .patterns import _PLACEHOLDER, _WORDS, BUILTIN, Rule, plausible_assigned_secret
+
+MARKER = "[REDACTED:{name}]"
+_NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
+# a string holding none of these cannot match a built-in rule (most code and prose): skip it fast
+_HINT = re.compile(r"[=:]|-----|mmt\.|A[BCGIKNPRS][A-Z]A|gh[pousr]_|github_pat_|gl[a-z]+-|sk-|xox|xapp|"
+                   r"[sr]k_|whsec_|AIza|GOCSPX|ya29\.|npm_|pypi-|hf_|SG\.|eyJ|(?i:bearer)")
+
+
+class Redactor:
+    """Replaces secrets with `[REDACTED:<kind>]` and counts them. Deterministic and idempotent:
+    redacting redacted text changes nothing, so an idempotent retry yields the same payload hash."""
+
+    def __init__(self, rules: Iterable[Rule] = BUILTIN, allowlist: Iterable[str] = ()) -> None:
+        self.rules = tuple(rules)
+        self.allowlist = tuple(re.compile(p) for p in allowlist)
+        # the cheap pre-filter only knows the built-in rules
+        self._hint = _HINT if self.rules == BUILTIN else None
+
+    def redact(self, text: str) -> tuple[str, int]:
+        """The text with secrets replaced, and how many were replaced."""
+        if not text or (self._hint is not None and not self._hint.search(text)):
+            return text, 0
+        count = 0
+        for rule in self.rules:
+            text, found = self._apply(rule, text)
+            count += found
+        return text, count
+
+    def _apply(self, rule: Rule, text: str) -> tuple[str, int]:
+        found = 0
+
+        def replace(match: re.Match[str]) -> str:
+            nonlocal found
+            has_group = "secret" in rule.regex.groupindex
+            start, end = match.span("secret") if has_group else match.span()
+            secret = match.string[start:end]
+            if not self._is_secret(rule, match, secret, narrowed=has_group):
+                return match.group(0)
+            found += 1
+            whole_start = match.start()
+            return (match.string[whole_start:start] + MARKER.format(name=rule.name)
+                    + match.string[end:match.end()])
+
+        return rule.regex.sub(replace, text), found
+
+    def _is_secret(self, rule: Rule, match: re.Match[str], secret: str, *, narrowed: bool) -> bool:
+        if secret.startswith("[REDACTED") or any(p.search(secret) for p in self.allowlist):
+            return False
+        if rule.check_value:
+            quoted = bool(match.groupdict().get("quote"))
+            return plausible_assigned_secret(secret, quoted=quoted)
+        return not (narrowed and (_PLACEHOLDER.match(secret) or secret.lower() in _WORDS))
+
+
+def from_config(section: Mapping[str, Any] | None) -> Redactor | None:
+    """The redactor described by the `[redaction]` config section (None when disabled)."""
+    section = section or {}
+    if not isinstance(section, Mapping):
+        raise ConfigError("config: [redaction] must be a table")
+    if section.get("enabled", True) is False:
+        return None
+    allowlist = section.get("allowlist", [])
+    if not isinstance(allowlist, list) or not all(isinstance(p, str) for p in allowlist):
+        raise ConfigError("config: redaction.allowlist must be a list of regular expressions")
+    extra = section.get("patterns", {})
+    if not isinstance(extra, Mapping):
+        raise ConfigError("config: [redaction.patterns] must be a table of name = regex")
+    rules = [*BUILTIN, *(_extra_rule(name, regex) for name, regex in extra.items())]
+    try:
+        return Redactor(rules, allowlist)
+    except re.error as exc:
+        raise ConfigError(f"config: redaction.allowlist has an invalid regex: {exc}") from None
+
+
+def _extra_rule(name: str, regex: Any) -> Rule:
+    if not _NAME.match(name) or not isinstance(regex, str):
+        raise ConfigError(f"config: redaction.patterns.{name} must be a lowercase name = a regex string")
+    try:
+        return Rule(name, re.compile(regex))
+    except re.error as exc:
+        raise ConfigError(f"config: redaction.patterns.{name} is not a valid regex: {exc}") from None

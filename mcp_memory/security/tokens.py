@@ -1,0 +1,150 @@
+"""Tokens = database roles (CONTRACT §6, DESIGN.md decision 7).
+
+A token is `mmt.<role>.<43 random url-safe characters>` and is the password of the LOGIN role
+`<role>` (the name given to `token create`). The role name inside the token lets a REST server know
+which role to log in as without a lookup table; PostgreSQL then checks the password, and the SHA-256
+of the token (stored in access_tokens; a 256-bit random secret needs no slow hash) is checked too,
+so that a server whose pg_hba trusts local connections still rejects a forged token.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+from dataclasses import dataclass
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from ..errors import Invalid, McpMemoryError, Unavailable
+from ..store.db import Database
+from ..store.security_repo import GROUP_ARCHIVER, GROUP_RO, GROUP_RW, SecurityStore, TokenRow
+
+PREFIX = "mmt"
+SECRET_CHARS = 43  # secrets.token_urlsafe(32)
+ALL_PROJECTS = "*"
+_NAME = re.compile(r"^[a-z][a-z0-9_\-]{0,62}$")
+_TOKEN = re.compile(rf"^{PREFIX}\.([a-z][a-z0-9_\-]{{0,62}})\.([A-Za-z0-9_\-]{{{SECRET_CHARS}}})$")
+_RESERVED = ("pg_", "mcp_memory_", "postgres")
+# libpq's words for a refused login (no SQLSTATE reaches the client for these)
+_LOGIN_REFUSED = re.compile(r"authentication failed|role \".*\" does not exist|not permitted to log in|"
+                            r"no pg_hba\.conf entry|password is required|"
+                            r"terminating connection due to administrator command", re.IGNORECASE)
+
+
+class Unauthorized(McpMemoryError):
+    """No token, not a token, or one that PostgreSQL (or the stored digest) does not accept."""
+
+    code = "unauthorized"
+
+
+@dataclass(frozen=True)
+class CreatedToken:
+    name: str
+    role: str
+    token: str
+    dsn: str
+    projects: list[str]
+    read_only: bool
+    archiver: bool
+
+
+def check_name(name: str) -> str:
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise Invalid("--name must start with a lowercase letter and hold only a-z, 0-9, _ and - (≤ 63)")
+    if name.startswith(_RESERVED):
+        raise Invalid(f"--name {name} is reserved (pg_…, mcp_memory_…, postgres)")
+    return name
+
+
+def check_projects(projects: list[str] | None, *, archiver: bool) -> list[str]:
+    """At least one project; an archiver without --project reads every project ('*')."""
+    projects = sorted({p.strip() for p in projects or [] if p and p.strip()})
+    if not projects:
+        if archiver:
+            return [ALL_PROJECTS]
+        raise Invalid("give at least one --project (or '*' for every project)")
+    for project in projects:
+        if len(project) > 200:
+            raise Invalid("--project must be at most 200 characters")
+    return projects
+
+
+def new_token(role: str) -> str:
+    return f"{PREFIX}.{role}.{secrets.token_urlsafe(32)}"
+
+
+def parse_token(token: str) -> str | None:
+    """The role a token belongs to, or None when it is not a token of ours."""
+    match = _TOKEN.match(token or "")
+    return match.group(1) if match else None
+
+
+def token_digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode()).digest()
+
+
+def digest_matches(token: str, stored: bytes | None) -> bool:
+    return stored is not None and hmac.compare_digest(token_digest(token), bytes(stored))
+
+
+def role_dsn(dsn: str, role: str) -> str:
+    """The DSN that connects as `role`, without any password (the token is the password)."""
+    if dsn.startswith(("postgresql://", "postgres://")):
+        parts = urlsplit(dsn)
+        host = parts.netloc.rpartition("@")[2]
+        query = urlencode([(k, v) for k, v in parse_qsl(parts.query) if k not in ("password", "user")])
+        return urlunsplit((parts.scheme, f"{quote(role, safe='')}@{host}", parts.path, query, ""))
+    params = {k: v for k, v in conninfo_to_dict(dsn).items() if k != "password"}
+    params["user"] = role
+    return make_conninfo("", **params)
+
+
+def create(db: Database, *, name: str, projects: list[str] | None, read_only: bool = False,
+           archiver: bool = False) -> CreatedToken:
+    """Create the role and its scope in one transaction (needs the owner DSN: CREATEROLE)."""
+    role = check_name(name)
+    scope = check_projects(projects, archiver=archiver)
+    read_only = read_only or archiver  # the archiver reads what it archives; it writes only export_jobs
+    groups = [GROUP_ARCHIVER] if archiver else [GROUP_RO if read_only else GROUP_RW]
+    token = new_token(role)
+    with db.transaction() as conn:
+        SecurityStore(conn).create_role(role, token=token, groups=groups, read_only=read_only, archiver=archiver,
+                                        projects=scope, token_sha256=token_digest(token))
+    return CreatedToken(name=name, role=role, token=token, dsn=role_dsn(db.dsn(), role), projects=scope,
+                        read_only=read_only, archiver=archiver)
+
+
+def verify(db: Database, token: str) -> TokenRow:
+    """Log in as the token's role (PostgreSQL checks the password) and compare the stored digest
+    (which also holds where the server trusts local logins). `db` connects as that role."""
+    try:
+        with db.connect(autocommit=True) as conn:
+            mine = SecurityStore(conn).my_token()
+    except Unavailable as exc:
+        if _LOGIN_REFUSED.search(str(exc.__cause__ or exc)):
+            raise Unauthorized("the token was not accepted (revoked, expired or mistyped)") from exc
+        raise
+    if mine is None or not digest_matches(token, mine.token_sha256):
+        raise Unauthorized("the token was not accepted (revoked, expired or mistyped)")
+    return mine
+
+
+def list_(db: Database) -> list[TokenRow]:
+    with db.transaction() as conn:
+        return SecurityStore(conn).list_tokens()
+
+
+def revoke(db: Database, name: str) -> int | None:
+    """Scope removed and logins refused (committed first, so the revocation holds even if a later
+    step fails), then open connections ended and the role dropped. Returns the connections ended,
+    None when this owner may not end them (they then see and write nothing: no scope rows)."""
+    with db.transaction() as conn:
+        SecurityStore(conn).remove_scope(name)
+    with db.transaction() as conn:
+        ended = SecurityStore(conn).terminate(name)
+    with db.transaction() as conn:
+        SecurityStore(conn).drop_role(name)
+    return ended

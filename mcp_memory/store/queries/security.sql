@@ -1,0 +1,51 @@
+-- Token roles and their scopes (migration 0004). Role DDL cannot take bind parameters: those
+-- statements are composed in store/security_repo.py with psycopg.sql.Identifier / Literal.
+
+-- name: security_role_exists
+SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = %(role)s);
+
+-- name: security_groups_present
+SELECT count(*) = 3 FROM pg_roles WHERE rolname IN ('mcp_memory_rw', 'mcp_memory_ro', 'mcp_memory_archiver');
+
+-- name: security_schema
+-- The schema that holds the tables: a token role's search_path must reach it.
+SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.oid = to_regclass('sessions');
+
+-- name: security_insert_token
+INSERT INTO access_tokens (role_name, read_only, archiver, token_sha256)
+VALUES (%(role)s, %(read_only)s, %(archiver)s, %(token_sha256)s);
+
+-- name: security_insert_token_project
+INSERT INTO access_token_projects (role_name, project_id) VALUES (%(role)s, %(project_id)s);
+
+-- name: security_list_tokens
+SELECT t.role_name, t.read_only, t.archiver, t.created_by, t.created_at,
+       coalesce(array_agg(p.project_id ORDER BY p.project_id) FILTER (WHERE p.project_id IS NOT NULL), '{}')
+           AS projects,
+       EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = t.role_name AND r.rolcanlogin) AS can_login,
+       (SELECT count(*) FROM pg_stat_activity a WHERE a.usename = t.role_name) AS connections
+FROM access_tokens t LEFT JOIN access_token_projects p ON p.role_name = t.role_name
+GROUP BY t.role_name
+ORDER BY t.role_name;
+
+-- name: security_delete_token
+DELETE FROM access_tokens WHERE role_name = %(role)s RETURNING role_name;
+
+-- name: security_terminate_role
+-- Revocation ends the role's open connections (their next statement fails; no new login succeeds).
+SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity
+WHERE usename = %(role)s AND pid <> pg_backend_pid();
+
+-- name: security_my_token
+-- Run as the token's own role: its row is the only one row-level security lets it see.
+SELECT role_name, read_only, archiver, token_sha256,
+       (SELECT coalesce(array_agg(project_id ORDER BY project_id), '{}') FROM access_token_projects
+        WHERE role_name = current_user) AS projects
+FROM access_tokens WHERE role_name = current_user;
+
+-- name: security_whoami
+SELECT current_user::text, session_user::text;
+
+-- name: security_token_count
+SELECT count(*) FROM access_tokens;

@@ -1,0 +1,119 @@
+"""SQL for token roles and their scopes (migration 0004): every statement security/ runs.
+
+Role DDL takes no bind parameters, so it is composed here with `psycopg.sql` (identifiers quoted,
+the password as a literal). The literal is a SCRAM-SHA-256 verifier computed on the client by libpq
+(PQencryptPasswordConn): the token itself never reaches the server, its logs or pg_authid.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import psycopg
+from psycopg import sql
+from psycopg.rows import dict_row
+
+from ..errors import Conflict, Forbidden, NotFound, Unavailable
+from .sql import q
+
+GROUP_RW = "mcp_memory_rw"
+GROUP_RO = "mcp_memory_ro"
+GROUP_ARCHIVER = "mcp_memory_archiver"
+
+
+@dataclass(frozen=True)
+class TokenRow:
+    role: str
+    read_only: bool
+    archiver: bool
+    projects: list[str]
+    created_by: str | None = None
+    created_at: datetime | None = None
+    can_login: bool = True
+    connections: int = 0
+    token_sha256: bytes | None = None
+
+
+class SecurityStore:
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self.conn = conn
+
+    def _value(self, name: str, params: dict[str, object] | None = None) -> object:
+        row = self.conn.execute(q(name), params or {}).fetchone()
+        return row[0] if row else None
+
+    def create_role(
+        self, role: str, *, token: str, groups: Sequence[str], read_only: bool, archiver: bool,
+        projects: Sequence[str], token_sha256: bytes,
+    ) -> str:
+        """Create the LOGIN role with its groups and scope rows; return the schema it must reach."""
+        if not self._value("security_groups_present"):
+            raise Unavailable("the group roles of migration 0004 are missing: run `mcp-memory db migrate` "
+                              "as a role with CREATEROLE (the schema owner)")
+        if self._value("security_role_exists", {"role": role}):
+            raise Conflict(f"a database role named {role} already exists; choose another --name")
+        verifier = self.conn.pgconn.encrypt_password(token.encode(), role.encode(), b"scram-sha-256").decode()
+        statement = sql.SQL("CREATE ROLE {role} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION "
+                            "PASSWORD {password} IN ROLE {groups}").format(
+            role=sql.Identifier(role), password=sql.Literal(verifier),
+            groups=sql.SQL(", ").join(sql.Identifier(g) for g in groups))
+        try:
+            self.conn.execute(statement)
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise Forbidden(f"creating a token needs CREATEROLE and admin rights on the group roles "
+                            f"(run it with the owner DSN): {exc.diag.message_primary}") from exc
+        schema = str(self._value("security_schema") or "public")
+        if schema != "public":
+            self.conn.execute(sql.SQL("ALTER ROLE {role} IN DATABASE {db} SET search_path = {schema}").format(
+                role=sql.Identifier(role), db=sql.Identifier(self.conn.info.dbname),
+                schema=sql.Identifier(schema)))
+        self.conn.execute(q("security_insert_token"), {"role": role, "read_only": read_only,
+                                                        "archiver": archiver, "token_sha256": token_sha256})
+        for project in projects:
+            self.conn.execute(q("security_insert_token_project"), {"role": role, "project_id": project})
+        return schema
+
+    def list_tokens(self) -> list[TokenRow]:
+        with self.conn.cursor(row_factory=dict_row) as cur:
+            rows = cur.execute(q("security_list_tokens")).fetchall()
+        return [TokenRow(role=r["role_name"], read_only=r["read_only"], archiver=r["archiver"],
+                         projects=list(r["projects"]), created_by=r["created_by"], created_at=r["created_at"],
+                         can_login=r["can_login"], connections=r["connections"]) for r in rows]
+
+    def remove_scope(self, role: str) -> None:
+        """Step 1 of a revocation: no scope rows (row-level security now hides everything from the
+        role, even on connections still open) and no new logins."""
+        if self._value("security_delete_token", {"role": role}) is None:
+            raise NotFound(f"no token named {role}")
+        if self._value("security_role_exists", {"role": role}):
+            self.conn.execute(sql.SQL("ALTER ROLE {role} NOLOGIN").format(role=sql.Identifier(role)))
+
+    def terminate(self, role: str) -> int | None:
+        """Step 2: end the role's open connections; None when this role may not signal them."""
+        try:
+            with self.conn.transaction():
+                return int(self._value("security_terminate_role", {"role": role}) or 0)
+        except psycopg.errors.InsufficientPrivilege:
+            return None
+
+    def drop_role(self, role: str) -> None:
+        """Step 3: the role itself."""
+        self.conn.execute(sql.SQL("DROP ROLE IF EXISTS {role}").format(role=sql.Identifier(role)))
+
+    def my_token(self) -> TokenRow | None:
+        """The token row of the connected role (as seen by that role)."""
+        with self.conn.cursor(row_factory=dict_row) as cur:
+            r = cur.execute(q("security_my_token")).fetchone()
+        if r is None:
+            return None
+        return TokenRow(role=r["role_name"], read_only=r["read_only"], archiver=r["archiver"],
+                        projects=list(r["projects"]), token_sha256=bytes(r["token_sha256"]))
+
+    def whoami(self) -> tuple[str, str]:
+        row = self.conn.execute(q("security_whoami")).fetchone()
+        return row[0], row[1]
+
+    def token_count(self) -> int:
+        return int(self._value("security_token_count") or 0)

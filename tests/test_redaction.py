@@ -1,0 +1,129 @@
+"""Secret redaction before storage: rates on the corpus, opaque provider data untouched, JSON kept
+valid, configuration, and the path through the service into the database."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from mcp_memory.app import build, build_cleaner
+from mcp_memory.config import Settings
+from mcp_memory.core.sanitize import Cleaner
+from mcp_memory.errors import ConfigError
+from mcp_memory.security.redact import Redactor, from_config
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+import redaction_report
+
+CORPUS = json.loads((ROOT / "tests" / "redaction_corpus.json").read_text(encoding="utf-8"))
+AWS = "AKIA" + "Q3EGRTX7PLK2MZ4B"
+GHP = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+
+
+def test_corpus_size_and_rates() -> None:
+    assert len(CORPUS["secrets"]) >= 100 and len(CORPUS["benign"]) >= 100
+    report = redaction_report.measure(CORPUS)
+    assert report.catch_rate >= 0.95, report.missed
+    assert report.false_positive_rate <= 0.01, report.touched
+
+
+def test_report_script_prints_rates(capsys: pytest.CaptureFixture[str]) -> None:
+    assert redaction_report.main([]) == 0
+    out = capsys.readouterr().out
+    assert "secrets caught:" in out and "false positives:" in out
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (f"export AWS_ACCESS_KEY_ID={AWS}", "export AWS_ACCESS_KEY_ID=[REDACTED:aws_access_key]"),
+        ("postgresql://app:s3cr3t-pw@db:5432/x", "postgresql://app:[REDACTED:url_password]@db:5432/x"),
+        ("Authorization: Bearer abcdefghijklmnop1234", "Authorization: Bearer [REDACTED:authorization]"),
+        ("password='hunter22'", "password='[REDACTED:password]'"),
+        ("secret: Zx9-kk2pQ", "secret: [REDACTED:password]"),
+    ],
+)
+def test_replacements_keep_context(text: str, expected: str) -> None:
+    assert Redactor().redact(text) == (expected, 1)
+
+
+def test_idempotent() -> None:
+    redactor = Redactor()
+    once, count = redactor.redact(f"{GHP} and postgresql://u:pw123456@h/db")
+    assert count == 2
+    assert redactor.redact(once) == (once, 0)
+
+
+def test_tool_call_arguments_stay_valid_json() -> None:
+    args = json.dumps({"cmd": f"curl -H 'Authorization: token {GHP}' https://api.github.com",
+                       "env": {"PASSWORD": "hunter2-x", "DSN": "postgres://a:b1c2d3@h/d"}})
+    cleaned, count = Cleaner(Redactor()).clean(
+        {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function",
+                                              "function": {"name": "bash", "arguments": args}}]})
+    decoded = json.loads(cleaned["tool_calls"][0]["function"]["arguments"])
+    assert count == 3
+    assert GHP not in json.dumps(decoded) and "hunter2-x" not in json.dumps(decoded)
+
+
+def test_opaque_provider_data_is_untouched() -> None:
+    signature = "EqQBCkYIBxgCKkA" + GHP + "password=abc12345"
+    payload = {
+        "role": "assistant",
+        "content": f"key {AWS}",
+        "thinking": {"content": "plain reasoning about password=abc12345", "encrypted": False,
+                     "signature": signature},
+        "metadata": {"native": {"content": [
+            {"type": "thinking", "thinking": "t", "signature": signature},
+            {"type": "redacted_thinking", "data": "ZW5j" + AWS},
+            {"type": "reasoning", "encrypted_content": "gAAAA" + GHP},
+            {"thoughtSignature": "sig" + AWS},
+        ]}},
+    }
+    cleaned, count = Cleaner(Redactor()).clean(payload)
+    assert count == 2  # content and the readable thinking
+    assert cleaned["thinking"]["signature"] == signature
+    assert cleaned["metadata"]["native"] == payload["metadata"]["native"]
+    encrypted = {"role": "assistant", "thinking": {"content": "opaque" + GHP, "encrypted": True}}
+    assert Cleaner(Redactor()).clean(encrypted) == (encrypted, 0)
+
+
+def test_nul_still_replaced_without_redactor() -> None:
+    assert Cleaner().clean({"content": "a\x00b"}) == ({"content": "a\ufffdb"}, 0)
+
+
+def test_config_allowlist_extra_patterns_and_disable() -> None:
+    redactor = from_config({"allowlist": [AWS], "patterns": {"internal_token": r"itk_[A-Za-z0-9]{32}"}})
+    assert redactor is not None
+    assert redactor.redact(f"{AWS} itk_{'a' * 32}") == (f"{AWS} [REDACTED:internal_token]", 1)
+    assert from_config({"enabled": False}) is None
+    for bad in ({"allowlist": "x"}, {"patterns": {"Bad Name": "x"}}, {"patterns": {"ok": "("}}, {"allowlist": ["("]}):
+        with pytest.raises(ConfigError):
+            from_config(bad)
+
+
+def test_cleaner_comes_from_settings(settings: Settings) -> None:
+    configured = replace(settings, raw={"redaction": {"patterns": {"ticket": r"TCK-\d{6}"}}})
+    assert build_cleaner(configured).clean({"content": "TCK-123456"})[0] == {"content": "[REDACTED:ticket]"}
+
+
+def test_service_redacts_before_insert(settings: Settings, fresh_db: str) -> None:
+    svc = build(settings)
+    try:
+        session = svc.create_session("p1")
+        message = {"role": "user", "content": f"my key is {AWS}", "append_id": "a1"}
+        result = svc.append_message(session.session_id, message)
+        assert result.redacted == 1
+        assert svc.append_message(session.session_id, message).duplicate  # same hash after redaction
+        many = svc.append_messages(session.session_id, [{"role": "user", "content": f"{GHP} {GHP}"}])
+        assert many.redacted == 2
+    finally:
+        svc.db.close()
+    with psycopg.connect(fresh_db) as conn:
+        stored = conn.execute("SELECT string_agg(payload::text, ' ') FROM messages").fetchone()[0]
+    assert AWS not in stored and GHP not in stored and "[REDACTED:aws_access_key]" in stored

@@ -1,0 +1,212 @@
+"""REST (CONTRACT §4) on a real uvicorn server on loopback: tokens (none, invalid, revoked, wrong
+scope, read-only), the error table, 413, 429 + Retry-After, /openapi.json, MCP at /mcp, bind rules."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+import uvicorn
+
+from mcp_memory.app import build
+from mcp_memory.config import Settings
+from mcp_memory.errors import Invalid
+from mcp_memory.http.app import HttpOptions, create_app
+from mcp_memory.http.auth import TokenRegistry
+from mcp_memory.http.ratelimit import RateLimiter
+from mcp_memory.http.server import is_loopback, prepare
+from mcp_memory.security import tokens
+from mcp_memory.store.db import Database
+
+MSG = {"role": "user", "content": "hello"}
+
+pytest_plugins = ["test_security_support"]
+
+
+@dataclass
+class Reply:
+    status: int
+    body: dict
+    headers: dict
+
+
+class Server:
+    """A uvicorn server on 127.0.0.1 (ephemeral port) in a thread, stopped by the fixture."""
+
+    def __init__(self, app) -> None:
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error", lifespan="on"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> Server:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.02)
+        self.port = self.server.servers[0].sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+    def call(self, method: str, path: str, *, token: str | None = None, body: object = None,
+             raw: bytes | None = None, headers: dict | None = None) -> Reply:
+        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+        request = urllib.request.Request(self.url + path, data=data, method=method,
+                                         headers={"Content-Type": "application/json", **(headers or {})})
+        if token:
+            request.add_header("Authorization", f"Bearer {token}")
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return Reply(response.status, json.loads(response.read() or b"null"), _lower(response.headers))
+        except urllib.error.HTTPError as error:
+            return Reply(error.code, json.loads(error.read() or b"null"), _lower(error.headers))
+
+
+def _lower(headers) -> dict:
+    return {k.lower(): v for k, v in headers.items()}
+
+
+@pytest.fixture
+def rest(settings: Settings, owner_db: Database) -> Iterator[Server]:
+    registry = TokenRegistry(settings, owner_db.dsn(), lambda s: build(s, application_name="mcp-memory rest-test"),
+                             recheck_seconds=0)
+    app = create_app(registry, HttpOptions(max_body_bytes=64 * 1024, rate_limit=0))
+    with Server(app) as server:
+        yield server
+
+
+@pytest.fixture
+def projects(service) -> dict[str, str]:
+    return {p: service.create_session(p, {"title": p}).session_id for p in ("A", "B")}
+
+
+def test_no_invalid_and_revoked_tokens_get_401(rest: Server, make_token, owner_db: Database) -> None:
+    assert rest.call("GET", "/healthz").status == 200
+    for token in (None, "nonsense", "mmt.nobody." + "x" * 43):
+        reply = rest.call("GET", "/v1/sessions", token=token)
+        assert reply.status == 401 and reply.body["error"]["code"] == "unauthorized", token
+    created = make_token("rest", ["A"])
+    forged = created.token[:-4] + ("AAAA" if not created.token.endswith("AAAA") else "BBBB")
+    assert rest.call("GET", "/v1/sessions", token=forged).status == 401
+    assert rest.call("GET", "/v1/sessions", token=created.token).status == 200
+    tokens.revoke(owner_db, created.role)
+    reply = rest.call("GET", "/v1/sessions", token=created.token)
+    assert reply.status == 401 and "www-authenticate" in reply.headers
+
+
+def test_scope_and_error_table(rest: Server, make_token, projects: dict[str, str]) -> None:
+    token = make_token("rw", ["A"]).token
+    listed = rest.call("GET", "/v1/sessions", token=token)
+    assert [s["project_id"] for s in listed.body["sessions"]] == ["A"]
+    created = rest.call("POST", "/v1/sessions", token=token, body={"project_id": "A", "meta": {"title": "t"}})
+    assert created.status == 201
+    sid = created.body["session_id"]
+    appended = rest.call("POST", f"/v1/sessions/{sid}/messages", token=token, body={**MSG, "append_id": "x1"})
+    assert appended.status == 201 and appended.body["seq"] == 1
+    conflict = rest.call("POST", f"/v1/sessions/{sid}/messages", token=token,
+                         body={"role": "user", "content": "other", "append_id": "x1"})
+    assert conflict.status == 409 and conflict.body["error"]["code"] == "conflict"
+    page = rest.call("GET", f"/v1/sessions/{sid}?after_seq=0&limit=10", token=token)
+    assert page.body["messages"][0]["content"] == "hello"
+    assert rest.call("PATCH", f"/v1/sessions/{sid}", token=token, body={"meta": {"k": 1}}).status == 200
+    snap = rest.call("POST", "/v1/snapshots", token=token, body={"session_id": sid, "commit_msg": "c"})
+    assert snap.status == 201
+    assert rest.call("GET", f"/v1/sessions/{sid}/snapshots", token=token).body["snapshots"]
+    for method in ("POST", "GET"):
+        fork = rest.call(method, f"/v1/snapshots/{snap.body['snapshot_id']}/fork", token=token)
+        assert fork.status == 201 and fork.body["session_id"] != sid
+    # wrong scope: project B is invisible (404) and cannot be written (403)
+    assert rest.call("GET", f"/v1/sessions/{projects['B']}", token=token).status == 404
+    assert rest.call("POST", f"/v1/sessions/{projects['B']}/messages", token=token, body=MSG).status == 404
+    forbidden = rest.call("POST", "/v1/sessions", token=token, body={"project_id": "B"})
+    assert forbidden.status == 403 and forbidden.body["error"]["code"] == "forbidden"
+    # invalid input names the field
+    bad = rest.call("GET", f"/v1/sessions/{sid}?after_seq=x", token=token)
+    assert bad.status == 400 and "after_seq" in bad.body["error"]["message"]
+    bad = rest.call("POST", "/v1/sessions", token=token, body={"meta": {}})
+    assert bad.status == 400 and "project_id" in bad.body["error"]["message"]
+    bad = rest.call("POST", f"/v1/sessions/{sid}/messages", token=token, raw=b"{not json")
+    assert bad.status == 400 and bad.body["error"]["code"] == "invalid"
+    missing = rest.call("GET", "/v1/nowhere", token=token)
+    assert missing.status == 404 and missing.body["error"]["code"] == "not_found"
+
+
+def test_read_only_token_cannot_write(rest: Server, make_token, projects: dict[str, str]) -> None:
+    token = make_token("ro", ["A"], read_only=True).token
+    assert rest.call("GET", f"/v1/sessions/{projects['A']}", token=token).status == 200
+    reply = rest.call("POST", f"/v1/sessions/{projects['A']}/messages", token=token, body=MSG)
+    assert reply.status == 403 and reply.body["error"]["code"] == "forbidden"
+
+
+def test_body_limit_413(rest: Server, make_token, projects: dict[str, str]) -> None:
+    token = make_token("big", ["A"]).token
+    reply = rest.call("POST", f"/v1/sessions/{projects['A']}/messages", token=token,
+                      body={"role": "user", "content": "x" * 100_000})
+    assert reply.status == 413 and reply.body["error"]["code"] == "too_large"
+
+
+def test_rate_limit_429_with_retry_after(settings: Settings, owner_db: Database, make_token) -> None:
+    registry = TokenRegistry(settings, owner_db.dsn(), build, recheck_seconds=60)
+    with Server(create_app(registry, HttpOptions(rate_limit=0.5, burst=2))) as server:
+        token = make_token("rl", ["A"]).token
+        statuses = [server.call("GET", "/v1/sessions", token=token) for _ in range(3)]
+    assert [r.status for r in statuses] == [200, 200, 429]
+    assert int(statuses[2].headers["retry-after"]) >= 1 and statuses[2].body["error"]["code"] == "rate_limited"
+
+
+def test_rate_limiter_refills() -> None:
+    now = [0.0]
+    limiter = RateLimiter(2, 1, clock=lambda: now[0])
+    assert limiter.take("a") == 0 and limiter.take("a") == 1 and limiter.take("b") == 0
+    now[0] += 0.5
+    assert limiter.take("a") == 0
+
+
+def test_openapi_document(rest: Server) -> None:
+    doc = rest.call("GET", "/openapi.json").body
+    assert doc["openapi"].startswith("3.1")
+    for path in ("/v1/sessions", "/v1/sessions/{session_id}/messages", "/v1/snapshots/{snapshot_id}/fork",
+                 "/v1/search", "/v1/decisions", "/v1/decisions/{decision_id}"):
+        assert path in doc["paths"], path
+    assert set(doc["paths"]["/v1/snapshots/{snapshot_id}/fork"]) == {"get", "post"}
+
+
+def test_mcp_over_http_uses_the_token_scope(rest: Server, make_token, projects: dict[str, str]) -> None:
+    token = make_token("mcp", ["A"]).token
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    headers = {"Accept": "application/json, text/event-stream"}
+    assert rest.call("POST", "/mcp", body=init, headers=headers).status == 401
+    assert rest.call("POST", "/mcp", token=token, body=init, headers=headers).status == 200
+
+    def tool(name: str, arguments: dict) -> dict:
+        reply = rest.call("POST", "/mcp", token=token, headers={**headers, "Mcp-Protocol-Version": "2025-06-18"},
+                          body={"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                                "params": {"name": name, "arguments": arguments}})
+        assert reply.status == 200, reply.body
+        return reply.body["result"]
+
+    listed = tool("list_sessions", {})
+    assert [s["project_id"] for s in listed["structuredContent"]["sessions"]] == ["A"]
+    hidden = tool("read_session", {"session_id": projects["B"]})
+    assert hidden["isError"] and "[not_found]" in hidden["content"][0]["text"]
+
+
+def test_bind_rules(settings: Settings, owner_db: Database, make_token) -> None:
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("10.1.2.3")
+    with pytest.raises(Invalid, match="without tokens"):
+        prepare(settings, "0.0.0.0")
+    make_token("bind", ["A"])
+    _, registry = prepare(settings, "0.0.0.0")
+    registry.close()
