@@ -154,7 +154,7 @@ def format_time(value: datetime) -> str:
     return text.replace("+00:00", "Z")
 
 
-def parse_message(raw: Any, *, field: str = "message", max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> MessageIn:
+def parse_message(raw: Any, *, field: str = "message", max_bytes: int | None = DEFAULT_MAX_MESSAGE_BYTES) -> MessageIn:
     """Validate one raw message, turning pydantic's report into one `[invalid]` line naming the field."""
     if isinstance(raw, MessageIn):
         message = raw
@@ -165,20 +165,19 @@ def parse_message(raw: Any, *, field: str = "message", max_bytes: int = DEFAULT_
             message = MessageIn.model_validate(raw)
         except ValidationError as exc:
             raise Invalid(describe_validation_error(exc, prefix=field)) from None
-    check_size(message, field=field, max_bytes=max_bytes)
+    if max_bytes is not None:  # None: the caller checks the size of what it stores
+        payload = message.payload()
+        size = len(json.dumps(payload, ensure_ascii=False).encode())
+        if size > max_bytes:
+            raise Invalid(size_error(payload, field=field, size=size, max_bytes=max_bytes))
     return message
 
 
-def check_size(message: MessageIn, *, field: str, max_bytes: int) -> None:
-    payload = message.payload()
-    size = len(json.dumps(payload, ensure_ascii=False).encode())
-    if size <= max_bytes:
-        return
+def size_error(payload: dict[str, Any], *, field: str, size: int, max_bytes: int) -> str:
+    """`[invalid]` text for an oversized message, naming its largest field."""
     largest = max(payload, key=lambda key: len(json.dumps(payload[key], ensure_ascii=False).encode()))
-    raise Invalid(
-        f"{field}.{largest} makes the message {size} bytes, over the limit of {max_bytes} bytes "
-        "(setting max_message_bytes)"
-    )
+    return (f"{field}.{largest} makes the message {size} bytes, over the limit of {max_bytes} bytes "
+            "(setting max_message_bytes)")
 
 
 def describe_validation_error(exc: ValidationError, *, prefix: str) -> str:

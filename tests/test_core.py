@@ -210,3 +210,32 @@ def test_message_size_limit(service: Service, sid: str) -> None:
     with pytest.raises(Invalid, match=r"message\.content .* over the limit of 1048576 bytes"):
         service.append_message(sid, msg("big", "x" * (1024 * 1024 + 1)))
     assert service.get_session(sid).last_seq == 0
+
+
+def test_same_append_id_racing_with_an_open_transaction_is_a_duplicate(service: Service, sid: str, settings) -> None:
+    """The append that waited for the session lock cannot see the row the lock holder committed in
+    its statement snapshot; it must still answer duplicate, not fail or store twice."""
+    import threading
+    import time
+
+    from psycopg.types.json import Jsonb
+
+    from mcp_memory.core.messages import payload_digest
+
+    message = msg("race", "same payload")
+    payload = {k: v for k, v in message.items() if k != "append_id"} | {"schema_version": 1, "metadata": {}}
+    with psycopg.connect(settings.dsn) as holder:
+        holder.execute("SELECT 1 FROM sessions WHERE session_id = %s FOR UPDATE", (sid,))
+        holder.execute(
+            "INSERT INTO messages (session_id, seq, project_id, append_id, role, payload, payload_hash, created_at)"
+            " VALUES (%s, 1, 'proj', 'race', 'user', %s, %s, now())", (sid, Jsonb(payload), payload_digest(payload)))
+        holder.execute("UPDATE sessions SET last_seq = 1 WHERE session_id = %s", (sid,))
+        results: list = []
+        waiter = threading.Thread(target=lambda: results.append(service.append_message(sid, message)))
+        waiter.start()
+        time.sleep(0.5)  # the waiter is now blocked on the session row lock
+        assert not results
+        holder.commit()
+        waiter.join(timeout=30)
+    assert results and results[0].duplicate and results[0].seq == 1
+    assert [m.append_id for m in service.read_session(sid).messages] == ["race"]

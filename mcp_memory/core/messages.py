@@ -5,16 +5,18 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+
+import orjson
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import Conflict, Invalid, NotFound
-from ..models import Message, MessageIn, format_time, parse_message
+from ..models import Message, MessageIn, format_time, parse_message, size_error
 from ..records import AppendManyResult, Page
 from ..search.index import index_message
 from ..store.db import Database
-from ..store.repo import NewMessage, Store
+from ..store.repo import AppendRaced, NewMessage, Store
 from ..store.search_repo import IndexRow, SearchStore
 from .sanitize import Cleaner
 
@@ -27,6 +29,7 @@ class Prepared:
     append_id: str
     role: str
     payload: dict[str, Any]
+    payload_json: str  # canonical JSON: hashed, size-checked and sent to the database as is
     digest: bytes
     message: MessageIn
     redacted: int
@@ -46,16 +49,20 @@ def prepare(raw: Sequence[Any], *, max_bytes: int, cleaner: Cleaner, field: str 
     prepared = []
     for index, item in enumerate(raw):
         name = field if field == "message" else f"{field}[{index}]"
-        message = parse_message(item, field=name, max_bytes=max_bytes)
+        message = parse_message(item, field=name, max_bytes=None)
         payload = message.payload()
         payload.pop("append_id", None)
         payload, redacted = cleaner.clean(payload)
+        canonical = canonical_json(payload)
+        if len(canonical) > max_bytes:
+            raise Invalid(size_error(payload, field=name, size=len(canonical), max_bytes=max_bytes))
         prepared.append(
             Prepared(
                 append_id=message.append_id or f"gen_{uuid.uuid4().hex}",
                 role=message.role,
                 payload=payload,
-                digest=payload_digest(payload),
+                payload_json=canonical.decode(),
+                digest=hashlib.sha256(canonical).digest(),
                 message=message,
                 redacted=redacted,
             )
@@ -63,22 +70,38 @@ def prepare(raw: Sequence[Any], *, max_bytes: int, cleaner: Cleaner, field: str 
     return prepared
 
 
+def canonical_json(payload: dict[str, Any]) -> bytes:
+    """Sorted keys, no spaces, UTF-8: the same payload always gives the same bytes (and hash),
+    whatever key order a client or jsonb used."""
+    try:
+        return orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)
+    except (orjson.JSONEncodeError, TypeError):  # integers beyond 64 bits: the slow, exact path
+        return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
 def payload_digest(payload: dict[str, Any]) -> bytes:
-    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode()).digest()
+    return hashlib.sha256(canonical_json(payload)).digest()
 
 
 def append(db: Database, session_id: str, batch: list[Prepared]) -> AppendManyResult:
     """Store a batch in one transaction. Seq = last_seq + 1 … under the session row lock.
     The search index is filled in the same transaction; tokenizing happens before it opens."""
     docs = {item.append_id: index_message(item.payload) for item in batch}
+    try:
+        return _append_once(db, session_id, batch, docs)
+    except AppendRaced:
+        # Another transaction stored one of these append_ids while we waited for the session
+        # lock; our snapshot could not see it. Once more: now it is visible as a duplicate.
+        return _append_once(db, session_id, batch, docs)
+
+
+def _append_once(db: Database, session_id: str, batch: list[Prepared], docs: dict[str, Any]) -> AppendManyResult:
     with db.transaction() as conn:
         store = Store(conn)
-        locked = store.lock_session(session_id)
+        locked = store.lock_session(session_id, [p.append_id for p in batch])
         if locked is None:
             raise NotFound(f"session {session_id} does not exist")
-        project_id, last_seq = locked
-        existing = store.find_append_ids(session_id, [p.append_id for p in batch])
+        project_id, last_seq, existing = locked
         seqs: list[int] = []
         duplicates: list[bool] = []
         rows: list[NewMessage] = []
@@ -92,16 +115,15 @@ def append(db: Database, session_id: str, batch: list[Prepared]) -> AppendManyRe
                 continue
             last_seq += 1
             existing[item.append_id] = (last_seq, item.digest)
-            rows.append(
-                NewMessage(last_seq, item.append_id, item.role, item.payload, item.digest, item.message.created_at)
-            )
+            rows.append(NewMessage(last_seq, item.append_id, item.role, item.payload_json, item.digest,
+                                   item.message.created_at))
             seqs.append(last_seq)
             duplicates.append(False)
         if rows:
-            store.insert_messages(session_id, project_id, rows)
-            store.set_last_seq(session_id, last_seq)
-            SearchStore(conn).index_messages(session_id, project_id, [
-                IndexRow(row.seq, row.role, row.created_at, docs[row.append_id]) for row in rows])
+            with store.writes():  # the writes go out together: one round trip, not three
+                store.insert_messages(session_id, project_id, rows, last_seq=last_seq)
+                SearchStore(conn).index_messages(session_id, project_id, [
+                    IndexRow(row.seq, row.role, row.created_at, docs[row.append_id]) for row in rows])
     return AppendManyResult(
         seqs=seqs,
         duplicates=duplicates,

@@ -5,7 +5,8 @@ Only this module (and its siblings in store/) touches psycopg; it returns record
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -19,12 +20,16 @@ from ..records import Session, Snapshot
 from .sql import q
 
 
+class AppendRaced(Exception):
+    """A concurrent transaction stored one of the batch's append_ids first (see lock_session)."""
+
+
 @dataclass(frozen=True)
 class NewMessage:
     seq: int
     append_id: str
     role: str
-    payload: dict[str, Any]
+    payload_json: str  # canonical JSON text of the payload
     payload_hash: bytes
     created_at: datetime | None
 
@@ -72,9 +77,16 @@ class Store:
         row = self._one("get_session", {"session_id": session_id})
         return session_record(row) if row else None
 
-    def lock_session(self, session_id: str) -> tuple[str, int] | None:
-        row = self.conn.execute(q("lock_session"), {"session_id": session_id}).fetchone()
-        return (row[1], row[2]) if row else None
+    def lock_session(
+        self, session_id: str, append_ids: Sequence[str]
+    ) -> tuple[str, int, dict[str, tuple[int, bytes]]] | None:
+        """Lock the session row; (project_id, last_seq, {stored append_id: (seq, payload_hash)})."""
+        rows = self.conn.execute(q("lock_session"), {"session_id": session_id,
+                                                     "append_ids": list(append_ids)}).fetchall()
+        if not rows:
+            return None
+        existing = {append_id: (seq, bytes(digest)) for _, _, append_id, seq, digest in rows if append_id}
+        return rows[0][0], rows[0][1], existing
 
     def list_sessions(
         self, *, project_id: str | None, agent_source: str | None, cursor: tuple[datetime, str] | None, limit: int
@@ -104,36 +116,31 @@ class Store:
         return session_record(row) if row else None
 
     # messages ---------------------------------------------------------------------------------
-    def find_append_ids(self, session_id: str, append_ids: Sequence[str]) -> dict[str, tuple[int, bytes]]:
-        rows = self.conn.execute(
-            q("find_append_ids"), {"session_id": session_id, "append_ids": list(append_ids)}
-        ).fetchall()
-        return {append_id: (seq, bytes(digest)) for append_id, seq, digest in rows}
-
-    def insert_messages(self, session_id: str, project_id: str, rows: Sequence[NewMessage]) -> None:
+    def insert_messages(self, session_id: str, project_id: str, rows: Sequence[NewMessage], *, last_seq: int) -> None:
+        """Insert the rows and move the session's last_seq (run it inside `writes()`)."""
         if len(rows) == 1:
             row = rows[0]
-            self.conn.execute(
-                q("insert_message"),
-                {
-                    "session_id": session_id,
-                    "seq": row.seq,
-                    "project_id": project_id,
-                    "append_id": row.append_id,
-                    "role": row.role,
-                    "payload": Jsonb(row.payload),
-                    "payload_hash": row.payload_hash,
-                    "created_at": row.created_at,
-                },
-            )
-            return
-        now = self.conn.execute("SELECT now()").fetchone()[0]
-        with self.conn.cursor() as cur, cur.copy(q("copy_messages")) as copy:
-            for row in rows:
-                copy.write_row(
-                    (session_id, row.seq, project_id, row.append_id, row.role, Jsonb(row.payload),
-                     row.payload_hash, row.created_at or now)
-                )
+            self.conn.execute(q("insert_message"), {
+                "session_id": session_id, "seq": row.seq, "project_id": project_id,
+                "append_id": row.append_id, "role": row.role, "payload": row.payload_json,
+                "payload_hash": row.payload_hash, "created_at": row.created_at})
+        else:
+            self.conn.execute(q("insert_messages"), {
+                "session_id": session_id, "project_id": project_id,
+                "seqs": [r.seq for r in rows], "append_ids": [r.append_id for r in rows],
+                "roles": [r.role for r in rows], "payloads": [r.payload_json for r in rows],
+                "hashes": [r.payload_hash for r in rows], "created": [r.created_at for r in rows]})
+        self.set_last_seq(session_id, last_seq)
+
+    @contextmanager
+    def writes(self) -> Iterator[None]:
+        """Statements issued inside go out together (pipeline mode: one round trip); a lost
+        append_id race surfaces as AppendRaced."""
+        try:
+            with self.conn.pipeline():
+                yield
+        except psycopg.errors.UniqueViolation as exc:
+            raise AppendRaced(exc.diag.message_primary or str(exc)) from exc
 
     def set_last_seq(self, session_id: str, last_seq: int) -> None:
         self.conn.execute(q("set_last_seq"), {"session_id": session_id, "last_seq": last_seq})

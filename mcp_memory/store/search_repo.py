@@ -83,11 +83,10 @@ class SearchStore:
                 "session_id": session_id, "seq": row.seq, "project_id": project_id, "role": row.role,
                 "created_at": row.created_at, "doc_len": row.doc.length, "tsv": row.doc.tsv})
         else:
-            now = self.conn.execute("SELECT now()").fetchone()[0]
-            with self.conn.cursor() as cur, cur.copy(q("search_copy_messages")) as copy:
-                for row in rows:
-                    copy.write_row((session_id, row.seq, project_id, row.role, row.created_at or now,
-                                    row.doc.length, row.doc.tsv))
+            self.conn.execute(q("search_index_messages"), {
+                "session_id": session_id, "project_id": project_id, "seqs": [r.seq for r in rows],
+                "roles": [r.role for r in rows], "created": [r.created_at for r in rows],
+                "doc_lens": [r.doc.length for r in rows], "tsvs": [r.doc.tsv for r in rows]})
         self.add_stats(session_id, project_id, [row.doc for row in rows])
 
     def add_stats(self, session_id: str, project_id: str, docs: Sequence[IndexedText]) -> None:

@@ -10,21 +10,29 @@ SELECT * FROM sessions WHERE session_id = %(session_id)s;
 
 -- name: lock_session
 -- The session row lock serialises appends to one session: seq = last_seq + 1 is then gap-free
--- and equal to commit order (DESIGN.md decision 1).
-SELECT session_id, project_id, last_seq FROM sessions WHERE session_id = %(session_id)s FOR UPDATE;
-
--- name: find_append_ids
-SELECT append_id, seq, payload_hash FROM messages
-WHERE session_id = %(session_id)s AND append_id = ANY(%(append_ids)s);
+-- and equal to commit order (DESIGN.md decision 1). The same statement returns the append_ids of
+-- the batch that are already stored (one round trip). Rows committed by the transaction we waited
+-- for are not in this statement's snapshot: the insert then hits UNIQUE (session_id, append_id)
+-- and the core runs the append once more.
+SELECT s.project_id, s.last_seq, m.append_id, m.seq, m.payload_hash
+FROM sessions s
+LEFT JOIN messages m ON m.session_id = s.session_id AND m.append_id = ANY(%(append_ids)s::text[])
+WHERE s.session_id = %(session_id)s
+FOR UPDATE OF s;
 
 -- name: insert_message
 INSERT INTO messages (session_id, seq, project_id, append_id, role, payload, payload_hash, created_at)
-VALUES (%(session_id)s, %(seq)s, %(project_id)s, %(append_id)s, %(role)s, %(payload)s, %(payload_hash)s,
+VALUES (%(session_id)s, %(seq)s, %(project_id)s, %(append_id)s, %(role)s, %(payload)s::jsonb, %(payload_hash)s,
         coalesce(%(created_at)s, now()));
 
--- name: copy_messages
-COPY messages (session_id, seq, project_id, append_id, role, payload, payload_hash, created_at)
-FROM STDIN;
+-- name: insert_messages
+-- Batches: INSERT … SELECT FROM unnest (COPY is refused under row-level security).
+INSERT INTO messages (session_id, seq, project_id, append_id, role, payload, payload_hash, created_at)
+SELECT %(session_id)s, m.seq, %(project_id)s, m.append_id, m.role, m.payload::jsonb, m.payload_hash,
+       coalesce(m.created_at, now())
+FROM unnest(%(seqs)s::bigint[], %(append_ids)s::text[], %(roles)s::text[], %(payloads)s::text[],
+            %(hashes)s::bytea[], %(created)s::timestamptz[])
+     AS m(seq, append_id, role, payload, payload_hash, created_at);
 
 -- name: set_last_seq
 UPDATE sessions SET last_seq = %(last_seq)s, updated_at = now() WHERE session_id = %(session_id)s;

@@ -3,8 +3,12 @@ INSERT INTO message_search (session_id, seq, project_id, role, created_at, doc_l
 VALUES (%(session_id)s, %(seq)s, %(project_id)s, %(role)s, coalesce(%(created_at)s, now()), %(doc_len)s,
         %(tsv)s::tsvector);
 
--- name: search_copy_messages
-COPY message_search (session_id, seq, project_id, role, created_at, doc_len, tsv) FROM STDIN;
+-- name: search_index_messages
+-- Batches: INSERT … SELECT FROM unnest (COPY is refused under row-level security).
+INSERT INTO message_search (session_id, seq, project_id, role, created_at, doc_len, tsv)
+SELECT %(session_id)s, m.seq, %(project_id)s, m.role, coalesce(m.created_at, now()), m.doc_len, m.tsv::tsvector
+FROM unnest(%(seqs)s::bigint[], %(roles)s::text[], %(created)s::timestamptz[], %(doc_lens)s::integer[],
+            %(tsvs)s::text[]) AS m(seq, role, created_at, doc_len, tsv);
 
 -- name: search_add_term_stats
 -- Sorted, so that two transactions lock shared rows in the same order (no deadlock).
