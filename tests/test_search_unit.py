@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from mcp_memory.search import ranking
 from mcp_memory.search.index import index_text
 from mcp_memory.search.query import like_pattern, match_tsquery, parse, phrase_tsquery
@@ -117,3 +119,16 @@ def test_snippet_highlights_cjk_and_keeps_the_best_window() -> None:
     assert len(result.replace("**", "")) <= 202
     assert snippet("plain text", {"absent": 1.0}) == "plain text"
     assert shorten("a  b\nc" + "x" * 300, 20) == "a b cxxxxxxxxxxxxxx…"
+
+
+@pytest.mark.parametrize("text", [
+    "getUserName returned 500ms timeout in order_service.py",
+    "订单模块要不要上消息队列？We decided against Kafka for now — 超时 500ms.",
+    "The the a of, XMLHttpRequest v2 HTTP2 __init__ x y 1 22 ü naïve café",
+    "",
+    "word " * 20000,
+])
+def test_index_fast_path_matches_the_tokenizer(text: str) -> None:
+    from mcp_memory.search.tokenizer import iter_terms, iter_tokens
+
+    assert list(iter_terms(text)) == [(t.term, t.position) for t in iter_tokens(text)]

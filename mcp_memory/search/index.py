@@ -7,7 +7,7 @@ from typing import Any
 
 from .query import lexeme
 from .text import payload_text
-from .tokenizer import iter_tokens
+from .tokenizer import iter_terms
 
 MAX_POSITIONS = 256  # PostgreSQL keeps at most 256 positions per lexeme
 
@@ -21,8 +21,8 @@ class IndexedText:
 
 def index_text(text: str) -> IndexedText:
     positions: dict[str, set[int]] = {}
-    for token in iter_tokens(text):
-        positions.setdefault(token.term, set()).add(token.position)
+    for term, position in iter_terms(text):
+        positions.setdefault(term, set()).add(position)
     parts = []
     for term in sorted(positions):
         listed = sorted(positions[term])[:MAX_POSITIONS]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .stem import stem
 from .stopwords import is_stop_cjk, is_stop_word
@@ -60,6 +61,38 @@ def iter_tokens(text: str) -> Iterator[Token]:
             tokens, used = _word(match.group("word"), match.start(), position)
             yield from tokens
             position += used
+
+
+def iter_terms(text: str) -> Iterator[tuple[str, int]]:
+    """(term, position) pairs: exactly the terms and positions of iter_tokens, without the spans.
+    The indexing path runs on every append, so each distinct word is analysed once (cached)."""
+    position = 1
+    for match in _RUN.finditer(text):
+        run = match.group("cjk")
+        if run:
+            for i, char in enumerate(run):
+                pos = min(position + i, MAX_POSITION)
+                if not is_stop_cjk(char):
+                    yield char, pos
+                if i + 1 < len(run) and not is_stop_cjk(run[i : i + 2]):
+                    yield run[i : i + 2], pos
+            position += len(run)
+            continue
+        whole, terms = _word_plan(match.group("word"))
+        if whole:
+            yield whole, min(position, MAX_POSITION)
+        for i, term in enumerate(terms):
+            if term:
+                yield term, min(position + i, MAX_POSITION)
+        position += max(len(terms), 1)
+
+
+@lru_cache(maxsize=200_000)
+def _word_plan(word: str) -> tuple[str | None, tuple[str | None, ...]]:
+    """(the whole identifier when it has several parts, the normalised term of each part)."""
+    parts = [m.group() for m in _PARTS.finditer(word)]
+    whole = word.lower() if len(parts) > 1 and len(word) <= MAX_TERM_CHARS else None
+    return whole, tuple(normalize_word(part) for part in parts)
 
 
 def _cjk(run: str, offset: int, position: int) -> Iterator[Token]:

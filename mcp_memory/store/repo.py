@@ -129,7 +129,8 @@ class Store:
                 "session_id": session_id, "project_id": project_id,
                 "seqs": [r.seq for r in rows], "append_ids": [r.append_id for r in rows],
                 "roles": [r.role for r in rows], "payloads": [r.payload_json for r in rows],
-                "hashes": [r.payload_hash for r in rows], "created": [r.created_at for r in rows]})
+                "hashes": [r.payload_hash for r in rows], "created": [r.created_at for r in rows]},
+                binary=True)  # binary arrays: no per-element quoting in Python
         self.set_last_seq(session_id, last_seq)
 
     @contextmanager
