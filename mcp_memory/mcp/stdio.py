@@ -15,6 +15,8 @@ from ..errors import McpMemoryError
 
 log = logging.getLogger(__name__)
 
+WARM_UP_DELAY = 0.5  # seconds
+
 
 def serve(settings: Settings) -> None:
     from ..app import build
@@ -28,7 +30,11 @@ def serve(settings: Settings) -> None:
         except McpMemoryError as exc:
             log.warning("database not ready yet: %s", exc)
 
-    threading.Thread(target=warm_up, name="mcp-memory-warm-up", daemon=True).start()
+    # Connect (and start the embedded server) in the background, a moment after start, so the
+    # handshake and tools/list are not competing with it; a tool call before then connects itself.
+    timer = threading.Timer(WARM_UP_DELAY, warm_up)
+    timer.name, timer.daemon = "mcp-memory-warm-up", True
+    timer.start()
     server = build_server(lambda: service)
     try:
         server.run("stdio")
