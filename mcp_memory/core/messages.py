@@ -120,7 +120,7 @@ def _append_once(db: Database, session_id: str, batch: list[Prepared], docs: dic
             seqs.append(last_seq)
             duplicates.append(False)
         if rows:
-            with store.writes():  # the writes go out together: one round trip, not three
+            with store.final_writes():  # writes + commit in one round trip
                 store.insert_messages(session_id, project_id, rows, last_seq=last_seq)
                 SearchStore(conn).index_messages(session_id, project_id, [
                     IndexRow(row.seq, row.role, row.created_at, docs[row.append_id]) for row in rows])

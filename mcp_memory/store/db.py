@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -77,7 +79,8 @@ class Database:
                 max_size=max(self.settings.pool_max, self.settings.pool_min, 1),
                 timeout=self.settings.connect_timeout,
                 open=False,
-                check=ConnectionPool.check_connection,
+                check=_check_if_idle,
+                reset=_mark_used,
                 kwargs={
                     "application_name": self.application_name,
                     "connect_timeout": max(1, int(self.settings.connect_timeout)),
@@ -124,6 +127,21 @@ class Database:
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.close()
+
+
+IDLE_CHECK_SECONDS = 1.0
+_last_used: weakref.WeakKeyDictionary[psycopg.Connection, float] = weakref.WeakKeyDictionary()
+
+
+def _check_if_idle(conn: psycopg.Connection) -> None:
+    """Check a pooled connection only when it sat idle: a server restart is caught before a tool
+    call uses it, while a burst of appends does not pay an extra round trip each."""
+    if time.monotonic() - _last_used.get(conn, 0.0) > IDLE_CHECK_SECONDS:
+        ConnectionPool.check_connection(conn)
+
+
+def _mark_used(conn: psycopg.Connection) -> None:
+    _last_used[conn] = time.monotonic()
 
 
 @contextmanager

@@ -134,12 +134,13 @@ class Store:
         self.set_last_seq(session_id, last_seq)
 
     @contextmanager
-    def writes(self) -> Iterator[None]:
-        """Statements issued inside go out together (pipeline mode: one round trip); a lost
-        append_id race surfaces as AppendRaced."""
+    def final_writes(self) -> Iterator[None]:
+        """The transaction's last statements, sent together with its COMMIT (pipeline mode: one
+        round trip instead of one per statement); a lost append_id race surfaces as AppendRaced."""
         try:
             with self.conn.pipeline():
                 yield
+                self.conn.commit()
         except psycopg.errors.UniqueViolation as exc:
             raise AppendRaced(exc.diag.message_primary or str(exc)) from exc
 
