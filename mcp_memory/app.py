@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from .config import Settings, load_settings
 from .core.sanitize import Cleaner
 from .core.service import Service
+from .credentials import keyring_secret
+from .embeddings.providers import Provider, build_provider, parse_config
 from .security.redact import from_config
 from .store.db import Database
 
@@ -34,4 +36,15 @@ def build(
     settings = settings or load_settings(dsn=dsn, environ=os.environ if environ is None else environ)
     name = application_name if "@" in application_name else host_application_name(application_name)
     db = Database(settings, application_name=name)
-    return Service(db, cleaner=build_cleaner(settings))
+    return Service(db, cleaner=build_cleaner(settings), embedder=build_embedder(settings))
+
+
+def build_embedder(settings: Settings) -> Provider | None:
+    """The provider of the `[embeddings]` section (key: MCP_MEMORY_EMBEDDINGS_KEY, else the keyring
+    account `embeddings:<url>`), or None. Building it loads no model and calls no service."""
+    section = settings.embeddings
+    key = settings.embeddings_key
+    if key is None and section.get("url"):
+        key = keyring_secret(f"embeddings:{section['url']}")
+    config = parse_config(section, key)
+    return build_provider(config) if config else None

@@ -41,6 +41,8 @@ class Settings:
     archive: dict[str, Any] = field(default_factory=dict)
     pgbouncer: bool = False  # [database] pgbouncer: no prepared statements (transaction pooling)
     raw: dict[str, Any] = field(default_factory=dict)  # whole config file, for later sections
+    embeddings: dict[str, Any] = field(default_factory=dict)  # [embeddings]: semantic search provider
+    embeddings_key: str | None = None  # API key of the embedding service (env), never logged
 
     @property
     def embedded(self) -> bool:
@@ -111,6 +113,8 @@ def load_settings(*, dsn: str | None = None, environ: Mapping[str, str] | None =
         archive=_section(raw, "archive"),
         pgbouncer=_bool(database, "pgbouncer", False),
         raw=raw,
+        embeddings=_section(raw, "embeddings"),
+        embeddings_key=environ.get("MCP_MEMORY_EMBEDDINGS_KEY") or None,
     )
 
 

@@ -46,6 +46,20 @@ def keyring_password(dsn: str) -> str | None:
         return None
 
 
+def keyring_secret(account: str) -> str | None:
+    """A secret stored under this account (e.g. `embeddings:<url>`), or None."""
+    try:
+        import keyring
+        from keyring.errors import KeyringError
+    except ImportError:  # pragma: no cover - keyring is a dependency
+        return None
+    try:
+        return keyring.get_password(KEYRING_SERVICE, account)
+    except (KeyringError, RuntimeError, OSError) as exc:
+        log.debug("keyring unavailable: %s", exc)
+        return None
+
+
 def file_password(dsn: str, path: Path | None) -> str | None:
     """The token stored for this DSN in the fallback file, or None."""
     if path is None or not path.is_file():

@@ -82,8 +82,14 @@ class MessageMatch(BaseModel):
     score: float
 
 
+SearchMode = Literal["fts", "semantic", "hybrid"]
+
+
 class MatchList(BaseModel):
     matches: list[MessageMatch]
+    mode: SearchMode = Field(default="fts", description="The search that ran: fts (full text), semantic (vectors) "
+                                                        "or hybrid (both, rank fusion).")
+    note: str | None = Field(default=None, description="Why another mode than the one asked for ran.")
 
 
 class RecallItem(BaseModel):

@@ -43,6 +43,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     checks.append(_credentials_check(settings))
     checks.append(_keyring_check())
     checks.append(_archive_check(settings))
+    checks.append(_semantic_check(settings))
     failed = [c for c in checks if not c.ok]
     if args.json:
         print_json({"database": database, "checks": [c.__dict__ for c in checks]})
@@ -77,6 +78,27 @@ def _pgvector_check(conn, database: dict[str, Any]) -> Check:
     if row is None:
         return Check("pgvector", True, "not available on this server: semantic search is off, full-text search works")
     return Check("pgvector", True, f"available (version {row[0]})")
+
+
+def _semantic_check(settings: Settings) -> Check:
+    """Whether semantic/hybrid search can run, and if not, why (it is optional: never a failure)."""
+    from ..app import build
+
+    try:
+        svc = build(settings, application_name="mcp-memory doctor")
+    except McpMemoryError as exc:
+        return Check("semantic search", False, f"[embeddings] config: {exc}")
+    try:
+        reason = svc.semantic_unavailable()
+        if reason is not None:
+            return Check("semantic search", True, f"off — {reason}; full-text search works")
+        state = svc.embedding_status()
+        return Check("semantic search", True, f"on: model {state.model} (dim {state.dim}), {state.vectors} "
+                                              f"vector(s), {state.pending} message(s) pending")
+    except McpMemoryError as exc:
+        return Check("semantic search", True, f"off — {exc}")
+    finally:
+        svc.db.close()
 
 
 def _credentials_check(settings: Settings) -> Check:

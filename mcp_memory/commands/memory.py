@@ -25,6 +25,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     search.add_argument("--since", help="RFC 3339 time, date, or age (7d, 12h)")
     search.add_argument("--until", help="RFC 3339 time or date")
     search.add_argument("--limit", type=int, default=10)
+    search.add_argument("--mode", choices=["fts", "semantic", "hybrid"],
+                        help="fts (words), semantic (meaning), hybrid (both; the default when embeddings exist)")
     search.add_argument("--json", action="store_true", help="print one JSON document")
 
     recall = sub.add_parser("recall", help="prompt-ready history block (as the recall tool); --hook for Claude Code",
@@ -71,10 +73,13 @@ def handlers() -> dict[str, Callable[..., int]]:
 def search(settings: Settings, args: argparse.Namespace) -> int:
     with service(settings) as svc:
         result = svc.search_messages(args.query, project_id=args.project, agent_source=args.agent, role=args.role,
-                                     session_id=args.session, since=args.since, until=args.until, limit=args.limit)
+                                     session_id=args.session, since=args.since, until=args.until, limit=args.limit,
+                                     mode=args.mode)
     if args.json:
         print_json(result)
         return 0
+    if result.note:
+        print(f"note: {result.note}", file=sys.stderr)
     for m in result.matches:
         print(f"{m.created_at[:16]}  {m.session_id}#{m.seq}  {m.role:<9} {m.score:7.3f}  {m.session_title or ''}")
         print(f"    {m.snippet}")

@@ -7,10 +7,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..embeddings.providers import Provider
 from ..memory_records import Decision, MessageMatch, Recall, RecallItem
 from ..search.snippet import shorten
 from ..store.db import Database
 from . import decisions as decisions_core
+from . import hybrid
 from . import search as search_core
 
 MAX_LIMIT = 20
@@ -41,14 +43,17 @@ def language(query: str) -> str:
     return "zh" if _HAN.search(query) else "en"
 
 
-def recall(db: Database, query: Any, *, project_id: str | None = None, limit: Any = 5) -> Recall:
+def recall(
+    db: Database, query: Any, *, project_id: str | None = None, limit: Any = 5, embedder: Provider | None = None,
+) -> Recall:
+    """Messages come from search in its default mode (hybrid when the project has vectors)."""
     text = search_core.check_query(query)
     limit = search_core.check_limit(limit, maximum=MAX_LIMIT)
     max_decisions = limit - min(2, limit // 2)  # leave room for at least some discussion
     found = decisions_core.search(db, text, project_id=project_id, limit=max_decisions)
     found = [d for d in found if (d.score or 0) > 0 or _literal_hit(d, text)]
     sources = {(d.session_id, d.message_seq) for d in found}
-    matches = search_core.search_messages(db, text, project_id=project_id, limit=limit + len(found))
+    matches = hybrid.search(db, text, embedder=embedder, project_id=project_id, limit=limit + len(found)).matches
     matches = [m for m in matches if (m.session_id, m.seq) not in sources][: limit - len(found)]
     lang = language(text)
     items = [_decision_item(d, lang) for d in found] + [_message_item(m, lang) for m in matches]

