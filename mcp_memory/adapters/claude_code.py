@@ -10,15 +10,14 @@ for the capture hooks (Stop, SubagentStop, PreCompact, SessionEnd).
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..files import atomic_write as write_text
 from .base import Adapter, MappingReport, NeutralSession, WriteOptions, WrittenSession
 from .claude_code_read import AGENT, Line, MessageBuilder, ReadState, consumed_offset, parse_lines
 from .claude_code_write import TranscriptWriter, is_uuid, session_uuid
@@ -338,16 +337,3 @@ def _next_offset(lines: list[Line], sessions: list[NeutralSession], start: int, 
 def write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
     text = "".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in records)
     write_text(path, text)
-
-
-def write_text(path: Path, text: str) -> None:
-    """Atomic write: a temporary file in the same folder, then rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise

@@ -10,12 +10,11 @@ by its app server (`thread/list`, the listing behind `codex resume`) and opened 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..files import atomic_write as write_atomic
 from .base import Adapter, MappingReport, NeutralSession, WriteOptions, WrittenSession
 from .codex_read import AGENT, RolloutState, parse_rollout
 from .codex_write import RolloutWriter, dump_lines, rollout_name, session_uuid, start_time
@@ -147,15 +146,3 @@ class CodexAdapter(Adapter):
 def quote(text: str) -> str:
     """Single-quoted for a POSIX shell, always (the resume command is shown to people)."""
     return "'" + text.replace("'", "'\\''") + "'"
-
-
-def write_atomic(target: Path, text: str) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -96,7 +96,7 @@ def _utf16(ch: str) -> list[int]:
 
 
 def project_key(cwd: str | None) -> str:
-    """`--<cwd>--`: separators → `-` (runs collapse), other unsafe chars → `~XXXX`, 251 chars max."""
+    """`--<cwd>--`: separators → `-` (runs collapse), other unsafe chars → `~` + four hex digits, 251 chars max."""
     if not cwd:
         return "_no-cwd"
     dashed = re.sub(r"[/\\:]+", "-", cwd)

@@ -14,12 +14,11 @@ gemini_write.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..files import atomic_write as write_atomic
 from .base import Adapter, MappingReport, NeutralSession, WriteOptions, WrittenSession
 from .gemini_read import AGENT, ChatState, RecordMapper, load_legacy, replay_lines, text_of
 from .gemini_write import ChatWriter, chat_file_name, last_time, project_hash, session_uuid, start_time
@@ -181,15 +180,3 @@ class GeminiAdapter(Adapter):
 
 def quote(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
-
-
-def write_atomic(target: Path, text: str) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -14,12 +14,12 @@ Merging keeps everything that is not ours; running twice changes nothing; uninst
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from ..files import atomic_write
 
 SERVER_NAME = "mcp-memory"
 HOOK_EVENTS = ("Stop", "SubagentStop", "PreCompact", "SessionEnd")
@@ -137,19 +137,5 @@ def _update(path: Path, change: Any) -> list[str]:
     lines = change(data)
     if json.dumps(data, sort_keys=True) == before:
         return []
-    _write_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    atomic_write(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n", new_mode=0o600)
     return [f"{path}: {line}" for line in lines]
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise

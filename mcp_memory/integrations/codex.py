@@ -8,14 +8,14 @@ survive; running twice changes nothing; uninstall removes only our table.
 
 from __future__ import annotations
 
-import os
 import shlex
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
 import tomlkit
 from tomlkit.exceptions import TOMLKitError
+
+from ..files import atomic_write
 
 SERVER_NAME = "mcp-memory"
 
@@ -51,7 +51,7 @@ def register(
         if not servers:
             del document["mcp_servers"]
         text = tomlkit.dumps(document).rstrip("\n")
-        _write_atomic(path, text + "\n" if text else "")
+        atomic_write(path, text + "\n" if text else "", new_mode=0o600)
         return [f"{path}: removed MCP server {SERVER_NAME}"]
     entry = {"command": command[0], "args": [*command[1:], "serve"], "env": dict(env)}
     if servers is not None and SERVER_NAME in servers and servers[SERVER_NAME].unwrap() == entry:
@@ -63,7 +63,7 @@ def register(
     table = tomlkit.table()
     table.update(entry)
     servers[SERVER_NAME] = table
-    _write_atomic(path, tomlkit.dumps(document))
+    atomic_write(path, tomlkit.dumps(document), new_mode=0o600)
     return [f"{path}: {verb} MCP server {SERVER_NAME} ({shlex.join([entry['command'], *entry['args']])})"]
 
 
@@ -74,17 +74,3 @@ def _load(path: Path) -> tomlkit.TOMLDocument:
         return tomlkit.parse(path.read_text(encoding="utf-8"))
     except TOMLKitError as exc:
         raise ValueError(f"{path} is not valid TOML ({exc}); fix it before registering") from None
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise

@@ -9,12 +9,12 @@ Merging keeps every other key; running twice changes nothing; uninstall removes 
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from ..files import atomic_write
 
 SERVER_NAME = "mcp-memory"
 
@@ -51,7 +51,7 @@ def register(
         del servers[SERVER_NAME]
         if not servers:
             del data["mcpServers"]
-        _write_atomic(path, data)
+        atomic_write(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n", new_mode=0o600)
         return [f"{path}: removed MCP server {SERVER_NAME}"]
     entry = {"command": command[0], "args": [*command[1:], "serve"], "env": dict(env)}
     servers = data.setdefault("mcpServers", {})
@@ -59,7 +59,7 @@ def register(
         return []
     verb = "updated" if SERVER_NAME in servers else "added"
     servers[SERVER_NAME] = entry
-    _write_atomic(path, data)
+    atomic_write(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n", new_mode=0o600)
     return [f"{path}: {verb} MCP server {SERVER_NAME} ({shlex.join([entry['command'], *entry['args']])})"]
 
 
@@ -75,17 +75,3 @@ def _load(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise TypeError(f"{path} does not hold a JSON object")
     return data
-
-
-def _write_atomic(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise

@@ -10,14 +10,14 @@ settings stay as they were; only the `mcp-memory` entry is added, replaced or re
 from __future__ import annotations
 
 import io
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ruamel.yaml import YAML, YAMLError
 from ruamel.yaml.comments import CommentedMap
+
+from ..files import atomic_write
 
 SERVER_NAME = "mcp-memory"
 
@@ -110,14 +110,4 @@ def _save(yaml: YAML, document: CommentedMap, path: Path) -> None:
     """Write through a temporary file in the same folder and rename it over the original."""
     buffer = io.StringIO()
     yaml.dump(document, buffer)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
-    handle, temporary = tempfile.mkstemp(prefix=".config.", suffix=".yaml", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(buffer.getvalue())
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    atomic_write(path, buffer.getvalue(), new_mode=0o600)

@@ -15,12 +15,12 @@ and our plugin file.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from ..files import atomic_write
 
 SERVER_NAME = "mcp-memory"
 PLUGIN_NAME = "mcp-memory-capture.js"
@@ -77,7 +77,7 @@ def _add_server(config: Path, entry: dict[str, Any]) -> list[str]:
     updated = set_member(text, ["mcp", SERVER_NAME], entry)
     if updated == text and config.exists():
         return [f"{config}: MCP server {SERVER_NAME} already registered"]
-    atomic_write(config, updated)
+    atomic_write(config, updated, new_mode=0o644)
     return [f"{config}: registered MCP server {SERVER_NAME} ({' '.join(entry['command'])})"]
 
 
@@ -88,7 +88,7 @@ def _remove_server(config: Path) -> list[str]:
     updated = remove_member(text, ["mcp", SERVER_NAME])
     if updated == text:
         return [f"{config}: MCP server {SERVER_NAME} was not registered"]
-    atomic_write(config, updated)
+    atomic_write(config, updated, new_mode=0o644)
     return [f"{config}: removed MCP server {SERVER_NAME}"]
 
 
@@ -114,7 +114,7 @@ def _add_plugin(target: Path, command: list[str], env: dict[str, str]) -> list[s
         return [f"{target}: capture plugin already installed"]
     if target.exists() and PLUGIN_MARKER not in target.read_text(encoding="utf-8"):
         raise ValueError(f"{target} exists and is not the mcp-memory plugin; not overwriting it")
-    atomic_write(target, source)
+    atomic_write(target, source, new_mode=0o644)
     return [f"{target}: installed capture plugin (sync on session.idle)"]
 
 
@@ -126,19 +126,6 @@ def _remove_plugin(target: Path) -> list[str]:
     target.unlink()
     return [f"{target}: removed capture plugin"]
 
-
-def atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 # --- comment-preserving JSONC edits ------------------------------------------------------------------
