@@ -15,7 +15,7 @@ from ..errors import McpMemoryError
 
 log = logging.getLogger(__name__)
 
-WARM_UP_DELAY = 0.5  # seconds
+WARM_UP_DELAY = 1.5  # seconds
 
 
 def serve(settings: Settings) -> None:
