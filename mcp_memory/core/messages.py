@@ -120,7 +120,7 @@ def _append_once(db: Database, session_id: str, batch: list[Prepared], docs: dic
             seqs.append(last_seq)
             duplicates.append(False)
         if rows:
-            with store.final_writes():  # writes + commit in one round trip
+            with store.final_writes(commit=len(rows) == 1):  # one round trip for a single message
                 store.insert_messages(session_id, project_id, rows, last_seq=last_seq)
                 SearchStore(conn).index_messages(session_id, project_id, [
                     IndexRow(row.seq, row.role, row.created_at, docs[row.append_id]) for row in rows])

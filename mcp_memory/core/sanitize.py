@@ -39,6 +39,10 @@ def _opaque_fields(value: dict[str, Any]) -> frozenset[str]:
     return frozenset(fields)
 
 
+def _nul_free(value: str) -> str:
+    return value.replace("\x00", NUL_REPLACEMENT) if "\x00" in value else value
+
+
 class Cleaner:
     """Walks a payload and returns a cleaned copy plus the number of redactions made."""
 
@@ -62,8 +66,10 @@ class Cleaner:
                 return text(value, opaque=opaque)
             if isinstance(value, dict):
                 skip = _opaque_fields(value)
+                # keys are names, not secrets (a secret sits in the value, or in a "key=value"
+                # string): only NUL is cleaned there, which keeps the walk cheap on big payloads
                 return {
-                    (text(k, opaque=False) if isinstance(k, str) else k): walk(v, opaque or k in skip)
+                    (_nul_free(k) if isinstance(k, str) else k): walk(v, opaque or k in skip)
                     for k, v in value.items()
                 }
             if isinstance(value, list):

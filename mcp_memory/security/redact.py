@@ -41,9 +41,11 @@ class Redactor:
         if not text or (self._hint is not None and not self._hint.search(text)):
             return text, 0
         count = 0
+        lowered = text.lower()
         for rule in self.rules:
-            text, found = self._apply(rule, text)
-            count += found
+            if rule.may_match(lowered):
+                text, found = self._apply(rule, text)
+                count += found
         return text, count
 
     def _apply(self, rule: Rule, text: str) -> tuple[str, int]:

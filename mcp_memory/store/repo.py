@@ -129,18 +129,20 @@ class Store:
                 "session_id": session_id, "project_id": project_id,
                 "seqs": [r.seq for r in rows], "append_ids": [r.append_id for r in rows],
                 "roles": [r.role for r in rows], "payloads": [r.payload_json for r in rows],
-                "hashes": [r.payload_hash for r in rows], "created": [r.created_at for r in rows]},
-                binary=True)  # binary arrays: no per-element quoting in Python
+                "hashes": [r.payload_hash for r in rows], "created": [r.created_at for r in rows]})  # arrays go as %b (binary): no per-element quoting in Python
         self.set_last_seq(session_id, last_seq)
 
     @contextmanager
-    def final_writes(self) -> Iterator[None]:
-        """The transaction's last statements, sent together with its COMMIT (pipeline mode: one
-        round trip instead of one per statement); a lost append_id race surfaces as AppendRaced."""
+    def final_writes(self, *, commit: bool) -> Iterator[None]:
+        """The transaction's last statements, sent together (pipeline mode: one round trip instead
+        of one per statement), with its COMMIT when `commit` (small writes only: a multi-megabyte
+        batch followed by COMMIT in one pipeline can stall); a lost append_id race surfaces as
+        AppendRaced."""
         try:
             with self.conn.pipeline():
                 yield
-                self.conn.commit()
+                if commit:
+                    self.conn.commit()
         except psycopg.errors.UniqueViolation as exc:
             raise AppendRaced(exc.diag.message_primary or str(exc)) from exc
 

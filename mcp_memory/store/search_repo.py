@@ -86,7 +86,7 @@ class SearchStore:
             self.conn.execute(q("search_index_messages"), {
                 "session_id": session_id, "project_id": project_id, "seqs": [r.seq for r in rows],
                 "roles": [r.role for r in rows], "created": [r.created_at for r in rows],
-                "doc_lens": [r.doc.length for r in rows], "tsvs": [r.doc.tsv for r in rows]}, binary=True)
+                "doc_lens": [r.doc.length for r in rows], "tsvs": [r.doc.tsv for r in rows]})
         self.add_stats(session_id, project_id, [row.doc for row in rows])
 
     def add_stats(self, session_id: str, project_id: str, docs: Sequence[IndexedText]) -> None:

@@ -16,7 +16,7 @@ SELECT * FROM sessions WHERE session_id = %(session_id)s;
 -- and the core runs the append once more.
 SELECT s.project_id, s.last_seq, m.append_id, m.seq, m.payload_hash
 FROM sessions s
-LEFT JOIN messages m ON m.session_id = s.session_id AND m.append_id = ANY(%(append_ids)s::text[])
+LEFT JOIN messages m ON m.session_id = s.session_id AND m.append_id = ANY(%(append_ids)b::text[])
 WHERE s.session_id = %(session_id)s
 FOR UPDATE OF s;
 
@@ -30,8 +30,8 @@ VALUES (%(session_id)s, %(seq)s, %(project_id)s, %(append_id)s, %(role)s, %(payl
 INSERT INTO messages (session_id, seq, project_id, append_id, role, payload, payload_hash, created_at)
 SELECT %(session_id)s, m.seq, %(project_id)s, m.append_id, m.role, m.payload::jsonb, m.payload_hash,
        coalesce(m.created_at, now())
-FROM unnest(%(seqs)s::bigint[], %(append_ids)s::text[], %(roles)s::text[], %(payloads)s::text[],
-            %(hashes)s::bytea[], %(created)s::timestamptz[])
+FROM unnest(%(seqs)b::bigint[], %(append_ids)b::text[], %(roles)b::text[], %(payloads)b::text[],
+            %(hashes)b::bytea[], %(created)b::timestamptz[])
      AS m(seq, append_id, role, payload, payload_hash, created_at);
 
 -- name: set_last_seq

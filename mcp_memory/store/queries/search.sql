@@ -7,14 +7,14 @@ VALUES (%(session_id)s, %(seq)s, %(project_id)s, %(role)s, coalesce(%(created_at
 -- Batches: INSERT … SELECT FROM unnest (COPY is refused under row-level security).
 INSERT INTO message_search (session_id, seq, project_id, role, created_at, doc_len, tsv)
 SELECT %(session_id)s, m.seq, %(project_id)s, m.role, coalesce(m.created_at, now()), m.doc_len, m.tsv::tsvector
-FROM unnest(%(seqs)s::bigint[], %(roles)s::text[], %(created)s::timestamptz[], %(doc_lens)s::integer[],
-            %(tsvs)s::text[]) AS m(seq, role, created_at, doc_len, tsv);
+FROM unnest(%(seqs)b::bigint[], %(roles)b::text[], %(created)b::timestamptz[], %(doc_lens)b::integer[],
+            %(tsvs)b::text[]) AS m(seq, role, created_at, doc_len, tsv);
 
 -- name: search_add_term_stats
 -- Sorted, so that two transactions lock shared rows in the same order (no deadlock).
 INSERT INTO search_term_stats AS s (project_id, term, shard, df)
 SELECT %(project_id)s, t.term, %(shard)s, t.df
-FROM unnest(%(terms)s::text[], %(dfs)s::bigint[]) AS t(term, df)
+FROM unnest(%(terms)b::text[], %(dfs)b::bigint[]) AS t(term, df)
 ORDER BY t.term
 ON CONFLICT (term, project_id, shard) DO UPDATE SET df = s.df + excluded.df;
 
@@ -25,7 +25,7 @@ ON CONFLICT (project_id, shard) DO UPDATE SET docs = s.docs + excluded.docs, tot
 
 -- name: search_term_df
 SELECT term, sum(df)::bigint AS df FROM search_term_stats
-WHERE term = ANY(%(terms)s::text[]) AND (%(project_id)s::text IS NULL OR project_id = %(project_id)s)
+WHERE term = ANY(%(terms)b::text[]) AND (%(project_id)s::text IS NULL OR project_id = %(project_id)s)
 GROUP BY term;
 
 -- name: search_doc_totals
@@ -56,14 +56,14 @@ SELECT c.session_id, c.seq, c.created_at,
        (SELECT coalesce(sum(w.weight * x.tf * (%(k1)s::float8 + 1)
                             / (x.tf + %(k1)s::float8 * (1 - %(b)s::float8 + %(b)s::float8 * c.doc_len / %(avg_len)s::float8))), 0)
         FROM (SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf FROM unnest(c.tsv) AS u) AS x
-        JOIN unnest(%(terms)s::text[], %(weights)s::float8[]) AS w(term, weight) ON w.term = x.lexeme) AS score
+        JOIN unnest(%(terms)b::text[], %(weights)s::float8[]) AS w(term, weight) ON w.term = x.lexeme) AS score
 FROM candidates c;
 
 -- name: search_hits
 -- The rows to show, with the same filters (a neighbour of a hit must pass them too) and the
 -- required phrases / exclusions (%(required)s).
 SELECT m.session_id, m.seq, m.role, m.payload, m.created_at, s.title, s.agent_source, s.project_id
-FROM unnest(%(sessions)s::text[], %(seqs)s::bigint[]) AS k(session_id, seq)
+FROM unnest(%(sessions)s::text[], %(seqs)b::bigint[]) AS k(session_id, seq)
 JOIN message_search ms ON ms.session_id = k.session_id AND ms.seq = k.seq
 JOIN messages m ON m.session_id = k.session_id AND m.seq = k.seq
 JOIN sessions s ON s.session_id = m.session_id
@@ -91,7 +91,7 @@ LIMIT %(limit)s;
 SELECT group_id, array_agg(term ORDER BY term) AS terms FROM synonyms GROUP BY group_id ORDER BY group_id;
 
 -- name: synonym_find
-SELECT term, group_id FROM synonyms WHERE term = ANY(%(terms)s::text[]) FOR UPDATE;
+SELECT term, group_id FROM synonyms WHERE term = ANY(%(terms)b::text[]) FOR UPDATE;
 
 -- name: synonym_new_group
 SELECT nextval('synonym_groups');
@@ -101,8 +101,8 @@ SELECT nextval('synonym_groups');
 UPDATE synonyms SET group_id = %(group_id)s WHERE group_id = ANY(%(groups)s::bigint[]);
 
 -- name: synonym_insert
-INSERT INTO synonyms (term, group_id) SELECT t, %(group_id)s FROM unnest(%(terms)s::text[]) AS t
+INSERT INTO synonyms (term, group_id) SELECT t, %(group_id)s FROM unnest(%(terms)b::text[]) AS t
 ON CONFLICT (term) DO UPDATE SET group_id = excluded.group_id;
 
 -- name: synonym_remove
-DELETE FROM synonyms WHERE term = ANY(%(terms)s::text[]) RETURNING term;
+DELETE FROM synonyms WHERE term = ANY(%(terms)b::text[]) RETURNING term;
