@@ -42,15 +42,19 @@ def cli(env: dict[str, str], *args: str, stdin: str | None = None) -> float:
     return elapsed
 
 
-def raw_copy_seconds(dsn: str, payloads: int) -> float:
+def raw_copy_seconds(dsn: str, path: Path) -> float:
+    """COPY of the very payloads the import stores (as the adapter reads them), into a bare table."""
+    from mcp_memory.adapters import get
+
+    payloads = [m.payload() for s in get("claude-code").read([path]) for m in s.messages]
     table = f"bench_copy_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(dsn) as conn:
         conn.execute(f"CREATE TABLE {table} (session_id text, seq bigint, payload jsonb)")
         conn.commit()
         start = time.perf_counter()
         with conn.cursor() as cur, cur.copy(f"COPY {table} FROM STDIN") as copy:
-            for i in range(payloads):
-                copy.write_row(("s", i, Jsonb({"role": "assistant", "content": "x" * 400, "i": i})))
+            for i, payload in enumerate(payloads):
+                copy.write_row(("s", i, Jsonb(payload)))
         conn.commit()
         elapsed = time.perf_counter() - start
         conn.execute(f"DROP TABLE {table}")
@@ -77,7 +81,7 @@ def main() -> None:
         count = json.loads(subprocess.run(
             [sys.executable, "-m", "mcp_memory", "sessions", "--project", "bench-import", "--json"],
             env=env, capture_output=True, text=True).stdout)["sessions"][0]["last_seq"]
-        raw = raw_copy_seconds(dsn, count)
+        raw = raw_copy_seconds(dsn, big)
         print(f"import: {len(lines)} lines, {count} messages in {imported:.2f} s = {count / imported:,.0f} msg/s "
               f"(raw COPY of {count} payloads: {raw * 1000:.0f} ms; whole CLI run incl. process start / raw = "
               f"{imported / raw:.1f}×)")
