@@ -184,3 +184,13 @@ def test_local_model_embeds_offline() -> None:
         return sum(p * q for p, q in zip(x, y, strict=True))
 
     assert cosine(a, b) > cosine(a, c)
+
+
+def test_vector_weight_follows_the_scripts_the_model_understands() -> None:
+    from mcp_memory.core.hybrid import script_coverage
+
+    assert script_coverage("which queue did we pick?", ("latin",)) == 1.0
+    assert script_coverage("订单模块要不要上消息队列", ("latin",)) == 0.0
+    assert 0.0 < script_coverage("要不要上 Kafka", ("latin",)) < 1.0
+    assert script_coverage("订单模块要不要上消息队列", None) == 1.0  # multilingual model
+    assert script_coverage("订单", ("latin", "cjk")) == 1.0

@@ -22,7 +22,7 @@ from .search import check_limit, check_query, check_scope, fetch_matches, fts_sc
 
 MODES: tuple[SearchMode, ...] = ("fts", "semantic", "hybrid")
 RRF_K = 60  # the usual constant of reciprocal rank fusion: rank 1 is worth 1/61
-VECTOR_WEIGHT = 0.5  # a vector rank counts half a word rank: small models blur non-English text
+VECTOR_WEIGHT = 1.0  # a vector rank counts as much as a word rank, for text the model understands
 VECTOR_POOL = 200  # nearest vectors fetched (two per message: alone and with its neighbour)
 
 
@@ -61,7 +61,8 @@ def search(
         parsed = parse(text, store.synonym_groups())
         lexical = fts_scores(store, parsed, scope) if plan.mode != "semantic" else {}
         near = _nearest(EmbeddingStore(conn), scope, embedder, vector) if vector is not None else []
-        matches = fetch_matches(store, scope, parsed, combine(plan.mode, lexical, near), limit)
+        weight = VECTOR_WEIGHT * script_coverage(text, getattr(embedder, "scripts", None))
+        matches = fetch_matches(store, scope, parsed, combine(plan.mode, lexical, near, weight), limit)
     return MatchList(matches=matches, mode=plan.mode, note=plan.note)
 
 
@@ -98,14 +99,35 @@ def _nearest(store: EmbeddingStore, scope: Scope, embedder: Provider | None, vec
                          query=vector, pool=VECTOR_POOL)
 
 
-def combine(mode: SearchMode, lexical: dict[ranking.Key, float], near: list[Nearest]) -> dict[ranking.Key, float]:
-    """fts: BM25; semantic: cosine similarity; hybrid: Σ weight / (RRF_K + rank) over both rankings."""
+def script_coverage(text: str, scripts: tuple[str, ...] | None) -> float:
+    """Share of the query's letters in scripts the model understands (1.0 for a multilingual
+    model): an English-only model's vectors of a Chinese question are mostly noise, and fusing
+    them would push good full-text hits down."""
+    if scripts is None:
+        return 1.0
+    letters = [c for c in text if c.isalpha()]
+    if not letters:
+        return 1.0
+    cjk = sum(1 for c in letters if _is_cjk(c))
+    covered = (len(letters) - cjk if "latin" in scripts else 0) + (cjk if "cjk" in scripts else 0)
+    return covered / len(letters)
+
+
+def _is_cjk(char: str) -> bool:
+    code = ord(char)
+    return 0x3040 <= code <= 0x30FF or 0x3400 <= code <= 0x9FFF or 0xF900 <= code <= 0xFAFF or 0xAC00 <= code <= 0xD7AF
+
+
+def combine(mode: SearchMode, lexical: dict[ranking.Key, float], near: list[Nearest],
+            vector_weight: float = VECTOR_WEIGHT) -> dict[ranking.Key, float]:
+    """fts: BM25; semantic: cosine similarity; hybrid: Σ weight / (RRF_K + rank) over both rankings,
+    the vector ranking weighted by how well the model covers the query's script."""
     if mode == "fts":
         return lexical
     if mode == "semantic":
         return {(n.session_id, n.seq): 1.0 - n.distance for n in near}
     fused: dict[ranking.Key, float] = {}
-    rankings = [(1.0, ranking.top_keys(lexical, len(lexical))), (VECTOR_WEIGHT, [(n.session_id, n.seq) for n in near])]
+    rankings = [(1.0, ranking.top_keys(lexical, len(lexical))), (vector_weight, [(n.session_id, n.seq) for n in near])]
     for weight, keys in rankings:
         for rank, key in enumerate(keys, start=1):
             fused[key] = fused.get(key, 0.0) + weight / (RRF_K + rank)

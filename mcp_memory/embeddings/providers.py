@@ -21,6 +21,9 @@ HTTP_TIMEOUT = 60.0
 
 class Provider(Protocol):
     name: str
+    # scripts the model understands well; None = multilingual. Hybrid search trusts the vector
+    # ranking of a query in proportion to how much of it is in these scripts.
+    scripts: tuple[str, ...] | None
 
     @property
     def dim(self) -> int: ...
@@ -32,6 +35,7 @@ class Provider(Protocol):
 class EmbeddingConfig:
     provider: str  # 'openai' | 'local'
     model: str
+    scripts: tuple[str, ...] | None = None  # `[embeddings] scripts = ["latin"]` for an English-only model
     url: str | None = None
     api_key: str | None = None
     dim: int | None = None
@@ -41,9 +45,11 @@ class EmbeddingConfig:
 class HttpProvider:
     """OpenAI-compatible `/v1/embeddings`; the dimension is learnt from the first answer when not configured."""
 
-    def __init__(self, url: str, model: str, *, api_key: str | None = None, dim: int | None = None) -> None:
+    def __init__(self, url: str, model: str, *, api_key: str | None = None, dim: int | None = None,
+                 scripts: tuple[str, ...] | None = None) -> None:
         self.url = url.rstrip("/") + "/embeddings"
         self.name = model
+        self.scripts = scripts
         self._api_key = api_key
         self._dim = dim
 
@@ -76,8 +82,10 @@ class HttpProvider:
 class LocalProvider:
     """sentence-transformers on the CPU, offline. Vectors are normalised (cosine = dot product)."""
 
-    def __init__(self, model: str = DEFAULT_LOCAL_MODEL, *, path: str | None = None) -> None:
+    def __init__(self, model: str = DEFAULT_LOCAL_MODEL, *, path: str | None = None,
+                 scripts: tuple[str, ...] | None = ("latin",)) -> None:
         self.name = model
+        self.scripts = scripts  # all-MiniLM-L6-v2 was trained on English text
         self._path = path or local_model_path(model)
         self._model: Any = None
 
@@ -128,11 +136,18 @@ def parse_config(section: dict[str, Any], api_key: str | None) -> EmbeddingConfi
     batch = section.get("batch", 32)
     if (dim is not None and (not isinstance(dim, int) or dim < 1)) or not isinstance(batch, int) or batch < 1:
         raise ConfigError("[embeddings] dim and batch must be positive integers")
+    scripts = section.get("scripts")
+    if scripts is not None and (not isinstance(scripts, list) or not set(scripts) <= {"latin", "cjk"}):
+        raise ConfigError('[embeddings] scripts must be a list of "latin" and/or "cjk"')
+    if scripts is None and provider == "local":
+        scripts = ["latin"]
     return EmbeddingConfig(provider=provider, model=str(section.get("model") or DEFAULT_LOCAL_MODEL),
+                           scripts=tuple(scripts) if scripts is not None else None,
                            url=section.get("url"), api_key=api_key, dim=dim, batch=batch)
 
 
 def build_provider(config: EmbeddingConfig) -> Provider:
     if config.provider == "local":
-        return LocalProvider(config.model)
-    return HttpProvider(str(config.url), config.model, api_key=config.api_key, dim=config.dim)
+        return LocalProvider(config.model, scripts=config.scripts)
+    return HttpProvider(str(config.url), config.model, api_key=config.api_key, dim=config.dim,
+                        scripts=config.scripts)
