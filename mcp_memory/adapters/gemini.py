@@ -116,7 +116,26 @@ class GeminiAdapter(Adapter):
     display_name = "Gemini CLI"
 
     def read(self, paths: Sequence[Path]) -> list[NeutralSession]:
-        return [self.read_file(path) for path in chat_files(paths)]
+        """One session per sessionId. Gemini CLI 0.61 leaves a stub file (header + setup text) with
+        the same sessionId when a session is resumed in a later minute: the fullest file wins and
+        the others are named in its report."""
+        chosen: dict[str, NeutralSession] = {}
+        skipped: dict[str, list[NeutralSession]] = {}
+        for session in (self.read_file(path) for path in chat_files(paths)):
+            current = chosen.get(session.native_id)
+            if current is None:
+                chosen[session.native_id] = session
+                continue
+            keep, drop = (session, current) if len(session.messages) > len(current.messages) else (current, session)
+            chosen[session.native_id] = keep
+            skipped.setdefault(session.native_id, []).append(drop)
+        for native_id, dropped in skipped.items():
+            report = chosen[native_id].report
+            if report is not None:
+                report.drop("chat file with the same sessionId (a resume stub)", len(dropped))
+                for stub in dropped:
+                    report.note(f"kept the fuller chat file of session {native_id}; skipped {stub.source_path}")
+        return list(chosen.values())
 
     def read_file(self, path: Path) -> NeutralSession:
         report = MappingReport(agent=AGENT, direction="read")

@@ -220,3 +220,27 @@ def test_install_refreshes_last_updated(adapter, tmp_path):
         and header["startTime"] == "2026-11-29T09:00:00.000Z"
     )
     assert header["projectHash"] == hashlib.sha256(str(tmp_path / "work").encode()).hexdigest()
+
+
+def test_resume_stub_with_the_same_session_id_is_folded_into_the_full_session(tmp_path) -> None:
+    """Gemini CLI 0.61 leaves a 2-line stub (header + setup text) named for a later minute when a
+    session is resumed across minutes; reading the folder gives one session, the full one."""
+    import json
+
+    from mcp_memory.adapters import get
+
+    real = sorted((SHARED / "real" / "gemini").rglob("session-*.jsonl"))
+    if not real:
+        pytest.skip("no real Gemini chat files in shared/fixtures")
+    full = real[0]
+    header = json.loads(full.read_text().splitlines()[0])
+    stub = tmp_path / "chats" / "session-2099-01-01T00-00-stub.jsonl"
+    stub.parent.mkdir()
+    (tmp_path / "chats" / full.name).write_text(full.read_text())
+    setup = {"$set": {"messages": [{"id": "x1", "timestamp": "2099-01-01T00:00:00Z", "type": "user",
+                                    "content": [{"text": "<session_context>\nsetup\n</session_context>"}]}]}}
+    stub.write_text(json.dumps(header) + "\n" + json.dumps(setup) + "\n")
+    sessions = get("gemini").read([tmp_path])
+    assert len(sessions) == 1
+    assert len(sessions[0].messages) == len(get("gemini").read([full])[0].messages)
+    assert sessions[0].report.dropped["chat file with the same sessionId (a resume stub)"] == 1
