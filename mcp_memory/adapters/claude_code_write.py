@@ -20,38 +20,12 @@ from typing import Any
 
 from ..models import MessageIn
 from .base import MappingReport, NeutralSession, WriteOptions
-from .claude_code_read import AGENT, ReadState, assistant_message, user_messages
+from .claude_code_lines import NAMESPACE, ancestors, core, parse_stamp, rebuild, stamp, text_of
+from .claude_code_read import AGENT
 
 WRITE_VERSION = "2.1.328"  # the Claude Code version these rules were checked against
-NAMESPACE = uuidlib.UUID("5b0f7e44-52c4-4c0e-9d53-2f0a2b7c7d11")
 TOOL_ID = re.compile(r"^[A-Za-z0-9_-]+$")
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
-
-
-def is_uuid(value: str | None) -> bool:
-    try:
-        return value is not None and str(uuidlib.UUID(value)) == value.lower()
-    except ValueError:
-        return False
-
-
-def session_uuid(agent: str, native_id: str) -> str:
-    """Claude Code ids must be UUIDs: keep a Claude Code id, derive a stable one for anything else."""
-    if agent == AGENT and is_uuid(native_id):
-        return native_id.lower()
-    return str(uuidlib.uuid5(NAMESPACE, f"{agent}:{native_id}"))
-
-
-def stamp(value: datetime) -> str:
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
-
-
-def parse_stamp(value: Any) -> datetime | None:
-    try:
-        parsed = datetime.fromisoformat(str(value))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else None
 
 
 class TranscriptWriter:
@@ -105,17 +79,17 @@ class TranscriptWriter:
         lines = native.get("lines")
         if not lines:
             return 0
-        expected = _rebuild(lines, native)
+        expected = rebuild(lines, native)
         count = len(expected)
         actual = messages[index : index + count]
-        if [_core(m) for m in expected] != [_core(m) for m in actual]:
+        if [core(m) for m in expected] != [core(m) for m in actual]:
             self.report.transform(
                 "Claude Code message changed since it was read: written from neutral fields"
             )
             return 0
-        ancestors = _ancestors(lines, native.get("before") or [])
+        chain = ancestors(lines, native.get("before") or [])
         for record in native.get("before") or []:
-            self._emit_record(record, required=False, side=record.get("uuid") not in ancestors)
+            self._emit_record(record, required=False, side=record.get("uuid") not in chain)
         for record in lines:
             self._emit_record(record, required=record.get("type") in ("user", "assistant"))
         return count
@@ -215,7 +189,7 @@ class TranscriptWriter:
             self._assistant(message, index)
         elif message.role == "system":
             self.report.transform("system message → meta user line (isMeta)")
-            self._user(_text_of(message.content), message, index, meta=True)
+            self._user(text_of(message.content), message, index, meta=True)
         else:
             self._user(self._user_content(message), message, index, meta=False)
 
@@ -344,7 +318,7 @@ class TranscriptWriter:
         call_id = self._tool_id(str(message.tool_call_id))
         if call_id not in self.open_calls:
             self.report.transform("tool result without a preceding tool call → user text")
-            text = f"[result of tool call {message.tool_call_id}]\n{_text_of(message.content)}"
+            text = f"[result of tool call {message.tool_call_id}]\n{text_of(message.content)}"
             self._user(text, message, index, meta=False)
             return
         self._result_line(call_id, self._result_content(message.content), message, index)
@@ -402,39 +376,3 @@ class TranscriptWriter:
         if self.lines[-2:] != closing:  # a file written by this writer already ends with them
             self.lines.extend(closing)
             self.report.synthesize("last-prompt and custom-title lines at the end (resume picker)")
-
-
-def _rebuild(lines: list[dict[str, Any]], native: dict[str, Any]) -> list[MessageIn]:
-    """The neutral messages the original lines stand for (to check they were not changed since)."""
-    report = MappingReport(AGENT, "read")
-    state = ReadState()
-    kinds = [line.get("type") for line in lines]
-    if "assistant" in kinds:
-        return [assistant_message(lines, native, report, state)]
-    user = next((line for line in lines if line.get("type") == "user"), None)
-    return user_messages(user, report, state) if user else []
-
-
-def _ancestors(lines: list[dict[str, Any]], before: list[dict[str, Any]]) -> set[str]:
-    """uuids of the lines before a message that its first line descends from (its chain part)."""
-    by_uuid = {record.get("uuid"): record for record in before if record.get("uuid")}
-    found: set[str] = set()
-    current = by_uuid.get(lines[0].get("parentUuid")) if lines else None
-    while current is not None and current["uuid"] not in found:
-        found.add(current["uuid"])
-        parent = current.get("parentUuid") or current.get("logicalParentUuid")
-        current = by_uuid.get(parent)
-    return found
-
-
-def _core(message: MessageIn) -> tuple[Any, ...]:
-    payload = message.payload()
-    return tuple(
-        payload.get(key) for key in ("role", "content", "tool_calls", "tool_call_id", "thinking", "append_id")
-    )
-
-
-def _text_of(content: Any) -> str:
-    if content is None or isinstance(content, str):
-        return content or ""
-    return "\n\n".join(getattr(part, "text", None) or f"[{part.type}]" for part in content)
