@@ -22,7 +22,7 @@ from .search import check_limit, check_query, check_scope, fetch_matches, fts_sc
 
 MODES: tuple[SearchMode, ...] = ("fts", "semantic", "hybrid")
 RRF_K = 60  # the usual constant of reciprocal rank fusion: rank 1 is worth 1/61
-VECTOR_WEIGHT = 1.0  # a vector rank counts as much as a word rank, for text the model understands
+VECTOR_WEIGHT = 0.5  # a vector rank counts half a word rank: exact words are the stronger evidence
 VECTOR_POOL = 200  # nearest vectors fetched (two per message: alone and with its neighbour)
 
 
