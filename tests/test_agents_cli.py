@@ -144,3 +144,22 @@ def test_install_claude_code_project_scope_is_idempotent(profile, tmp_path) -> N
     run(env, "install", "claude-code", "--scope", "project", "--cwd", str(project), "--uninstall")
     assert set(json.loads((project / ".mcp.json").read_text())["mcpServers"]) == {"other"}
     assert shutil.which(sys.executable)
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "opencode", "codex", "gemini", "hermes"])
+def test_install_every_agent_user_scope_through_the_cli(profile, tmp_path, agent) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**profile, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
+           "CODEX_HOME": str(home / ".codex")}
+    for key in ("CLAUDE_CONFIG_DIR", "HERMES_HOME", "GEMINI_CLI_HOME", "XDG_DATA_HOME"):
+        env.pop(key, None)
+    first = run(env, "install", agent)
+    assert first.returncode == 0, first.stderr
+    written = [p for p in home.rglob("*") if p.is_file()]
+    assert written and all("mcp-memory" in p.read_text() for p in written if p.suffix != ".js")
+    before = {p: p.read_bytes() for p in home.rglob("*") if p.is_file()}
+    assert run(env, "install", agent).returncode == 0
+    assert {p: p.read_bytes() for p in home.rglob("*") if p.is_file()} == before  # idempotent
+    assert run(env, "install", agent, "--uninstall").returncode == 0
+    assert all("mcp-memory serve" not in p.read_text() for p in home.rglob("*") if p.is_file())
