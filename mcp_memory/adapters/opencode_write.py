@@ -22,6 +22,7 @@ from ..models import MessageIn, ToolCall
 from .base import MappingReport, NeutralSession, WriteOptions
 from .opencode_ids import IdMinter
 from .opencode_read import AGENT
+from .opencode_session import first_time, last_time, native_session, title
 from .opencode_tools import guess_provider, to_ms, tokens_from_usage, tool_part
 
 TARGET_VERSION = "1.18.33"
@@ -54,23 +55,16 @@ def render(session: NeutralSession, options: WriteOptions, report: MappingReport
     if options.extra.get("opencode_drop_snapshots"):
         _drop_snapshots(writer)
     document: dict[str, Any] = {"info": info, "messages": writer.out}
-    todos = (session.meta.get("native") or {}).get("todos") if _native_session(session) else None
+    todos = (session.meta.get("native") or {}).get("todos") if native_session(session) else None
     if todos:
         document["todos"] = todos
     return document
 
 
-def _native_session(session: NeutralSession) -> dict[str, Any] | None:
-    native = session.meta.get("native")
-    if session.agent != AGENT or not isinstance(native, dict) or not isinstance(native.get("info"), dict):
-        return None
-    return native if str(native["info"].get("id", "")).startswith("ses_") else None
-
-
 def _session_info(writer: _Writer) -> dict[str, Any]:
     session = writer.session
-    native = _native_session(session)
-    start = to_ms(session.meta.get("created_at")) or _first_time(session) or 0
+    native = native_session(session)
+    start = to_ms(session.meta.get("created_at")) or first_time(session) or 0
     writer.clock = start
     if native:
         writer.session_id = native["info"]["id"]
@@ -82,35 +76,13 @@ def _session_info(writer: _Writer) -> dict[str, Any]:
         "slug": f"imported-{writer.session_id[-6:].lower()}",
         "projectID": "global",
         "directory": writer.cwd,
-        "title": _title(session),
+        "title": title(session),
         "version": TARGET_VERSION,
-        "time": {"created": start, "updated": _last_time(session) or start},
+        "time": {"created": start, "updated": last_time(session) or start},
     }
     if session.parent_native_id and session.parent_native_id.startswith("ses_"):
         info["parentID"] = session.parent_native_id
     return info
-
-
-def _title(session: NeutralSession) -> str:
-    title = session.meta.get("title")
-    if isinstance(title, str) and title.strip():
-        return title
-    for message in session.messages:
-        if message.role == "user":
-            text = " ".join(_texts(message.content)).strip()
-            if text:
-                return text[:80]
-    return f"Imported {session.agent} session"
-
-
-def _first_time(session: NeutralSession) -> int | None:
-    times = [to_ms(m.created_at) for m in session.messages if m.created_at]
-    return min(times) if times else None
-
-
-def _last_time(session: NeutralSession) -> int | None:
-    times = [to_ms(m.created_at) for m in session.messages if m.created_at]
-    return max(times) if times else None
 
 
 def _tick(writer: _Writer, message: MessageIn) -> int:
@@ -411,12 +383,6 @@ def _model(writer: _Writer, message: MessageIn | None) -> tuple[str, str]:
 def _agent(writer: _Writer) -> str:
     agent = writer.options.extra.get("opencode_agent")
     return agent if isinstance(agent, str) and agent else DEFAULT_AGENT
-
-
-def _texts(content: Any) -> list[str]:
-    if isinstance(content, str):
-        return [content]
-    return [p.text for p in content or [] if p.type == "text"]
 
 
 def _drop_snapshots(writer: _Writer) -> None:
