@@ -9,7 +9,7 @@ never silently disappears; `metadata` is the open extension point.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -109,7 +109,7 @@ class MessageIn(_Strict):
             return None
         if value.tzinfo is None:
             raise ValueError("must carry a time zone (RFC 3339, e.g. 2026-08-18T07:00:00Z)")
-        return value.astimezone(timezone.utc)
+        return value.astimezone(UTC)
 
     @field_serializer("created_at")
     def _rfc3339(self, value: datetime | None) -> str | None:
@@ -149,7 +149,7 @@ class Message(BaseModel):
 
 
 def format_time(value: datetime) -> str:
-    value = value.astimezone(timezone.utc)
+    value = value.astimezone(UTC)
     text = value.isoformat(timespec="microseconds" if value.microsecond else "seconds")
     return text.replace("+00:00", "Z")
 

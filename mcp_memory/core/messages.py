@@ -5,11 +5,11 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-
-import orjson
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from ..errors import Conflict, Invalid, NotFound
 from ..models import Message, MessageIn, format_time, parse_message, size_error

@@ -6,7 +6,7 @@ import re
 from functools import cache
 from importlib import resources
 
-_HEADER = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.M)
+_HEADER = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
 
 
 @cache
