@@ -74,30 +74,32 @@ def template_db(admin_dsn: str) -> Iterator[str]:
             conn.execute(f'DROP DATABASE IF EXISTS "{TEMPLATE}" WITH (FORCE)')
 
 
-@pytest.fixture
-def fresh_db(admin_dsn: str, template_db: str) -> Iterator[str]:
-    """DSN of a new, migrated database for this test only."""
-    name = f"mm_test_{uuid.uuid4().hex[:12]}"
+@contextmanager
+def scratch_database(admin_dsn: str, prefix: str, template: str | None = None) -> Iterator[str]:
+    """DSN of a new database (a clone of `template`, or empty), dropped afterwards."""
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    clause = f' TEMPLATE "{template}"' if template else ""
     with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_db}"')
+        conn.execute(f'CREATE DATABASE "{name}"{clause}')
     try:
         yield make_conninfo(admin_dsn, dbname=name)
     finally:
         with psycopg.connect(admin_dsn, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def fresh_db(admin_dsn: str, template_db: str) -> Iterator[str]:
+    """DSN of a new, migrated database for this test only."""
+    with scratch_database(admin_dsn, "mm_test", template_db) as dsn:
+        yield dsn
 
 
 @pytest.fixture
 def empty_db(admin_dsn: str) -> Iterator[str]:
     """DSN of a new database with no schema at all."""
-    name = f"mm_empty_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield make_conninfo(admin_dsn, dbname=name)
-    finally:
-        with psycopg.connect(admin_dsn, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with scratch_database(admin_dsn, "mm_empty") as dsn:
+        yield dsn
 
 
 @pytest.fixture

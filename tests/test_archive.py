@@ -12,7 +12,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from psycopg.conninfo import make_conninfo
+from conftest import scratch_database
 
 from mcp_memory.app import build
 from mcp_memory.archive import layout
@@ -69,14 +69,8 @@ def cli(settings: Settings, profile: dict[str, str], tmp_path: Path, monkeypatch
 
 @pytest.fixture
 def second_db(admin_dsn: str, template_db: str) -> Iterator[str]:
-    name = f"mm_restore_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_db}"')
-    try:
-        yield make_conninfo(admin_dsn, dbname=name)
-    finally:
-        with psycopg.connect(admin_dsn, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with scratch_database(admin_dsn, "mm_restore", template_db) as dsn:
+        yield dsn
 
 
 def test_once_exports_layout_commits_tags_and_pushes(service: Service, cli, tmp_path: Path, settings) -> None:

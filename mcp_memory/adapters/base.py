@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -147,6 +148,20 @@ class Adapter(ABC):
         if target is None:
             raise ValueError(f"{self.display_name} sessions cannot be installed; use --out")
         return self.write(session, target, options)
+
+
+def parse_time(value: Any) -> datetime | None:
+    """A native timestamp (RFC 3339 text, or epoch seconds) → aware datetime; None when absent or
+    unreadable. A time without zone is taken as UTC, as the agents write them."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return datetime.fromtimestamp(value, tz=UTC)
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def stable_id(*parts: object, prefix: str = "") -> str:

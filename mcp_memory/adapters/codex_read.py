@@ -14,27 +14,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from ..models import MessageIn
-from .base import MappingReport, stable_id
+from .base import MappingReport, parse_time, stable_id
 
 AGENT = "codex"
 TOOL_OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output")
-
-
-def parse_time(value: Any) -> datetime | None:
-    """RFC 3339 text or epoch seconds → aware datetime; None when absent or unreadable."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return datetime.fromtimestamp(value, tz=UTC)
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 @dataclass

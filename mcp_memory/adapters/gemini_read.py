@@ -18,24 +18,14 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from ..models import MessageIn
-from .base import MappingReport, stable_id
+from .base import MappingReport, parse_time, stable_id
 
 AGENT = "gemini"
 NOTICE_TYPES = ("info", "error", "warning")
-
-
-def parse_time(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 @dataclass

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..files import atomic_write
+from . import check_request
 
 SERVER_NAME = "mcp-memory"
 HOOK_EVENTS = ("Stop", "SubagentStop", "PreCompact", "SessionEnd")
@@ -37,10 +38,7 @@ def register(
     uninstall: bool = False,
 ) -> list[str]:
     """Add (or remove) the MCP server and the capture hooks; returns what changed, one line each."""
-    if scope not in ("user", "project"):
-        raise ValueError(f"unknown scope {scope!r}; choose user or project")
-    if not command:
-        raise ValueError("command must name the mcp-memory executable")
+    check_request(scope, command)
     server_file, settings_file = config_paths(scope, Path(cwd), environ)
     changes = []
     changes += _update(server_file, lambda data: _server(data, command, env, uninstall))

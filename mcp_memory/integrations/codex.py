@@ -16,6 +16,7 @@ import tomlkit
 from tomlkit.exceptions import TOMLKitError
 
 from ..files import atomic_write
+from . import check_request
 
 SERVER_NAME = "mcp-memory"
 
@@ -37,10 +38,7 @@ def register(
     """Add (or remove) the MCP server table; returns what changed, one line each."""
     if scope == "project":
         raise ValueError("Codex CLI reads MCP servers from $CODEX_HOME/config.toml only; use --scope user")
-    if scope != "user":
-        raise ValueError(f"unknown scope {scope!r}; choose user")
-    if not command:
-        raise ValueError("command must name the mcp-memory executable")
+    check_request(scope, command, scopes=("user",))
     path = config_path(environ)
     document = _load(path)
     servers = document.get("mcp_servers")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..files import atomic_write
+from . import check_request
 
 SERVER_NAME = "mcp-memory"
 
@@ -36,10 +37,7 @@ def register(
     uninstall: bool = False,
 ) -> list[str]:
     """Add (or remove) the MCP server entry; returns what changed, one line each."""
-    if scope not in ("user", "project"):
-        raise ValueError(f"unknown scope {scope!r}; choose user or project")
-    if not command:
-        raise ValueError("command must name the mcp-memory executable")
+    check_request(scope, command)
     path = settings_path(scope, cwd, environ)
     data = _load(path)
     servers = data.get("mcpServers")

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..files import atomic_write
+from . import check_request
 
 SERVER_NAME = "mcp-memory"
 PLUGIN_NAME = "mcp-memory-capture.js"
@@ -38,8 +39,7 @@ def register(
     uninstall: bool = False,
 ) -> list[str]:
     """Add (or remove) the MCP server entry and the capture plugin; returns what changed."""
-    if scope not in ("user", "project"):
-        raise ValueError(f"scope must be 'user' or 'project', not {scope!r}")
+    check_request(scope, command)
     config_dir = config_home(environ) if scope == "user" else cwd
     plugin_dir = config_home(environ) / "plugins" if scope == "user" else cwd / ".opencode" / "plugins"
     config = config_file(config_dir)
