@@ -114,6 +114,10 @@ class Archiver:
                             raise Unavailable(f"another archiver is active ({self.holder()}); nothing done")
                         self._sleep(self.options.standby_interval)
                         continue
+                    if not once:
+                        # LISTEN before looking at the queue: a snapshot made in between is then
+                        # either in this cycle or announced by a NOTIFY, never missed until a poll
+                        self.listener.listen()
                     handled = self._cycle()
                 except Unavailable as exc:  # database or repository away: back to standby, try again
                     if once:

@@ -239,12 +239,21 @@ class Listener:
         self.db = db
         self.conn: psycopg.Connection | None = None
 
+    def listen(self) -> bool:
+        """Make sure LISTEN is active; True when it was (re)started just now, i.e. NOTIFYs sent
+        before may have been missed and the caller should look at the queue."""
+        if self.conn is not None and not self.conn.closed:
+            return False
+        self.conn = self.db.connect(autocommit=True)
+        self.conn.execute(q("archive_listen"))
+        return True
+
     def wait(self, timeout: float) -> bool:
-        """Block up to `timeout` seconds; True when a NOTIFY arrived."""
+        """Block up to `timeout` seconds; True when a NOTIFY arrived (or LISTEN had to be restarted)."""
         try:
-            if self.conn is None or self.conn.closed:
-                self.conn = self.db.connect(autocommit=True)
-                self.conn.execute(q("archive_listen"))
+            if self.listen():
+                return True
+            assert self.conn is not None
             return any(True for _ in self.conn.notifies(timeout=timeout, stop_after=1))
         except (psycopg.Error, McpMemoryError) as exc:
             log.warning("archive listener: %s (polling until the database is back)", exc)
