@@ -81,3 +81,23 @@ def test_demo_on_the_embedded_default(profile) -> None:
             assert run(env, "demo").returncode == 0  # again, attaching to the running server
         finally:
             embedded.stop(home / "mcp-memory" / "pg")
+
+
+def test_doctor_shows_the_search_backlog_and_reindex_clears_it(profile, fresh_db, settings) -> None:
+    """A process killed between its append and its indexing pass: doctor counts what is not
+    indexed, `reindex --json` indexes it, and the backlog is gone."""
+    from mcp_memory.app import build
+
+    dying = build(settings)
+    dying.indexer.submit = lambda session_id: None  # it never gets to index
+    try:
+        sid = dying.create_session("cli").session_id
+        dying.append_messages(sid, [{"role": "user", "content": f"turn {i}"} for i in range(3)])
+    finally:
+        dying.db.close()
+    doctor = json.loads(run(profile, "doctor", "--json", dsn=fresh_db).stdout)
+    assert doctor["database"]["search_backlog"] == {"sessions": 1, "messages": 3}
+    assert json.loads(run(profile, "reindex", "--json", dsn=fresh_db).stdout) == {"indexed": 3}
+    doctor = json.loads(run(profile, "doctor", "--json", dsn=fresh_db).stdout)
+    assert doctor["database"]["search_backlog"] == {"sessions": 0, "messages": 0}
+    assert "indexed 0 message(s)" in run(profile, "reindex", dsn=fresh_db).stdout

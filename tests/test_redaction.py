@@ -127,3 +127,27 @@ def test_service_redacts_before_insert(settings: Settings, fresh_db: str) -> Non
     with psycopg.connect(fresh_db) as conn:
         stored = conn.execute("SELECT string_agg(payload::text, ' ') FROM messages").fetchone()[0]
     assert AWS not in stored and GHP not in stored and "[REDACTED:aws_access_key]" in stored
+
+
+@pytest.mark.parametrize("redactor", [Redactor(), from_config({"patterns": {"internal": "itk_[a-z]{8}"}})])
+def test_payload_prefilter_never_skips_a_payload_that_cleaning_changes(redactor: Redactor) -> None:
+    """append checks the payload's canonical JSON once (Cleaner.may_change) and walks it only then:
+    that check may say yes too often, never no when the walk would change something."""
+    from mcp_memory.core.messages import canonical_json
+
+    cleaner = Cleaner(redactor)
+    texts = [item["text"] if isinstance(item, dict) else item for item in CORPUS["secrets"] + CORPUS["benign"]]
+    texts += ["nul \x00 inside", "itk_abcdefgh", "Bearer " + "x" * 30, AWS, GHP, "plain words only"]
+    skipped = 0
+    for text in texts:
+        for payload in ({"role": "user", "content": text},
+                        {"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {
+                            "name": "run", "arguments": json.dumps({"cmd": text})}}]},
+                        {"role": "user", "content": "see metadata", "metadata": {"nested": [{"value": text}]}}):
+            changed = cleaner.clean(payload) != (payload, 0)
+            may = cleaner.may_change(canonical_json(payload).decode())
+            assert may or not changed, payload
+            skipped += not may
+    # the built-in rules all have needles, so payloads with nothing to clean are skipped; a config
+    # rule has none (it may match anything), so then every payload is walked
+    assert (skipped > 0) == (redactor.rules == Redactor().rules)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from mcp import Client
 
+from mcp_memory.app import build
 from mcp_memory.errors import Invalid, NotFound
 from mcp_memory.mcp.server import build_server
 
@@ -106,12 +107,34 @@ def test_batches_tool_calls_and_reindex(service) -> None:
     ])
     assert keys(service.search_messages("user name"))[0] == (sid, 1)
     assert keys(service.search_messages("order_id"))[0] == (sid, 1)
-    assert service.reindex_search() == 0
-    with service.db.transaction() as conn:
-        conn.execute("DELETE FROM message_search")
-    assert service.search_messages("order_id").matches == []
-    assert service.reindex_search() == 2
+    assert service.reindex_search() == 0  # the watermark says nothing is missing
+
+    def stats() -> list[tuple]:
+        with service.db.transaction() as conn:
+            return conn.execute("SELECT (SELECT array_agg((term, df) ORDER BY term, shard) FROM search_term_stats),"
+                                " (SELECT array_agg((docs, total_len)) FROM search_doc_stats)").fetchall()
+
+    before = stats()
+    assert service.reindex_search(full=True) == 2  # a rebuild replaces rows and statistics, never doubles them
+    assert stats() == before
     assert keys(service.search_messages("order_id"))[0] == (sid, 1)
+
+
+def test_index_left_behind_by_a_dead_process_is_caught_up(service, settings) -> None:
+    """A process that died between its append and its indexing pass leaves its watermark behind:
+    the next search of the project (from any process) indexes those messages first."""
+    sid = _session(service)
+    other = build(settings)
+    other.indexer.submit = lambda session_id: None  # it dies right after its append commits
+    try:
+        other.append_messages(sid, [{"role": "user", "content": "the kafka consumer lag alarm"}])
+        assert service.indexer.flush() == 0  # nothing of this process is queued
+        assert keys(service.search_messages("kafka lag", project_id="shop")) == [(sid, 1)]
+        with service.db.transaction() as conn:
+            assert conn.execute("SELECT indexed_seq, stored_seq FROM search_progress WHERE session_id = %s",
+                                (sid,)).fetchone() == (1, 1)
+    finally:
+        other.db.close()
 
 
 def test_same_query_same_order_and_hostile_input(service) -> None:

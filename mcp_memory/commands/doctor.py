@@ -11,6 +11,7 @@ from ..config import Settings
 from ..errors import McpMemoryError
 from ..store import migrate
 from ..store.db import Database
+from ..store.search_repo import SearchStore
 from .output import print_json
 
 
@@ -25,7 +26,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     checks: list[Check] = [_config_check(settings)]
     database: dict[str, Any] = {"kind": "embedded" if settings.embedded else "external",
                                 "dsn": settings.describe_dsn(), "server_version": None,
-                                "schema_version": None, "pgvector": None}
+                                "schema_version": None, "pgvector": None, "search_backlog": None}
     db = Database(settings, application_name="mcp-memory doctor")
     try:
         if settings.embedded:
@@ -35,6 +36,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
             database["server_version"] = conn.execute("SHOW server_version").fetchone()[0]
             checks.append(Check("database", True, f"connected to PostgreSQL {database['server_version']}"))
             checks.append(_schema_check(conn, database))
+            checks.append(_search_index_check(conn, database))
             checks.append(_pgvector_check(conn, database))
     except McpMemoryError as exc:
         hint = ("the embedded server could not start; see its log under " + str(settings.embedded_dir)
@@ -68,6 +70,17 @@ def _schema_check(conn, database: dict[str, Any]) -> Check:
     if version >= latest:
         return Check("schema", True, f"version {version} (latest)")
     return Check("schema", False, f"version {version}, latest is {latest}: run `mcp-memory db migrate`")
+
+
+def _search_index_check(conn, database: dict[str, Any]) -> Check:
+    if (database["schema_version"] or 0) < 6:
+        return Check("search index", True, "no progress table before schema version 6")
+    sessions, messages = SearchStore(conn).backlog(None)
+    database["search_backlog"] = {"sessions": sessions, "messages": messages}
+    if not messages:
+        return Check("search index", True, "up to date")
+    return Check("search index", True, f"{messages} message(s) of {sessions} session(s) not indexed yet; the next "
+                                       "search of their project indexes them, or run `mcp-memory reindex`")
 
 
 def _pgvector_check(conn, database: dict[str, Any]) -> Check:

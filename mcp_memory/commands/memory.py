@@ -62,8 +62,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     decisions.add_argument("--limit", type=int, default=20)
     decisions.add_argument("--json", action="store_true")
 
-    reindex = sub.add_parser("reindex", help="index messages stored before search existed")
+    reindex = sub.add_parser("reindex", help="index every stored message the search index lacks; --full rebuilds it")
     reindex.add_argument("--project")
+    reindex.add_argument("--full", action="store_true", help="rebuild the index of every session from its messages")
+    reindex.add_argument("--json", action="store_true")
 
 
 def handlers() -> dict[str, Callable[..., int]]:
@@ -171,6 +173,9 @@ def decisions(settings: Settings, args: argparse.Namespace) -> int:
 
 def reindex(settings: Settings, args: argparse.Namespace) -> int:
     with service(settings) as svc:
-        count = svc.reindex_search(args.project)
+        count = svc.reindex_search(args.project, full=args.full)
+    if args.json:
+        print_json({"indexed": count})
+        return 0
     print(f"indexed {count} message(s)")
     return 0

@@ -7,31 +7,30 @@ import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import orjson
 
 from ..errors import Conflict, Invalid, NotFound
-from ..models import Message, MessageIn, format_time, parse_message, size_error
+from ..models import Message, format_time, parse_message, size_error
 from ..records import AppendManyResult, Page
-from ..search.index import index_message
 from ..store.db import Database
 from ..store.repo import AppendRaced, NewMessage, Store
-from ..store.search_repo import IndexRow, SearchStore
 from .sanitize import Cleaner
 
 MAX_BATCH = 10_000
 MAX_PAGE = 1000
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Prepared:
     append_id: str
     role: str
     payload: dict[str, Any]
     payload_json: str  # canonical JSON: hashed, size-checked and sent to the database as is
     digest: bytes
-    message: MessageIn
+    created_at: datetime | None  # the client's time, when it gave one
     redacted: int
 
 
@@ -52,8 +51,13 @@ def prepare(raw: Sequence[Any], *, max_bytes: int, cleaner: Cleaner, field: str 
         message = parse_message(item, field=name, max_bytes=None)
         payload = message.payload()
         payload.pop("append_id", None)
-        payload, redacted = cleaner.clean(payload)
         canonical = canonical_json(payload)
+        text = canonical.decode()
+        redacted = 0
+        if cleaner.may_change(text):  # most payloads: nothing to clean, no walk
+            payload, redacted = cleaner.clean(payload)
+            canonical = canonical_json(payload)
+            text = canonical.decode()
         if len(canonical) > max_bytes:
             raise Invalid(size_error(payload, field=name, size=len(canonical), max_bytes=max_bytes))
         prepared.append(
@@ -61,9 +65,9 @@ def prepare(raw: Sequence[Any], *, max_bytes: int, cleaner: Cleaner, field: str 
                 append_id=message.append_id or f"gen_{uuid.uuid4().hex}",
                 role=message.role,
                 payload=payload,
-                payload_json=canonical.decode(),
+                payload_json=text,
                 digest=hashlib.sha256(canonical).digest(),
-                message=message,
+                created_at=message.created_at,
                 redacted=redacted,
             )
         )
@@ -83,25 +87,36 @@ def payload_digest(payload: dict[str, Any]) -> bytes:
     return hashlib.sha256(canonical_json(payload)).digest()
 
 
+OPTIMISTIC_FROM = 64  # batches at least this big are first stored without looking up their append_ids
+
+
 def append(db: Database, session_id: str, batch: list[Prepared]) -> AppendManyResult:
     """Store a batch in one transaction. Seq = last_seq + 1 … under the session row lock.
-    The search index is filled in the same transaction; tokenizing happens before it opens."""
-    docs = {item.append_id: index_message(item.payload) for item in batch}
-    try:
-        return _append_once(db, session_id, batch, docs)
-    except AppendRaced:
-        # Another transaction stored one of these append_ids while we waited for the session
-        # lock; our snapshot could not see it. Once more: now it is visible as a duplicate.
-        return _append_once(db, session_id, batch, docs)
+    The search index follows in a transaction of its own (core/indexer.py).
+
+    A big batch (an import) is usually all new: it is first stored without looking up its
+    append_ids, and UNIQUE (session_id, append_id) catches one that is not; then it is stored
+    again the careful way, where the stored ones come back as duplicates."""
+    look_up = len(batch) < OPTIMISTIC_FROM or len({p.append_id for p in batch}) < len(batch)
+    for _ in range(2):
+        try:
+            return _append_once(db, session_id, batch, look_up=look_up)
+        except AppendRaced:
+            # A stored append_id, or another transaction stored one while we waited for the
+            # session lock (our snapshot could not see it): now it is visible as a duplicate.
+            look_up = True
+    return _append_once(db, session_id, batch, look_up=True)
 
 
-def _append_once(db: Database, session_id: str, batch: list[Prepared], docs: dict[str, Any]) -> AppendManyResult:
+def _append_once(db: Database, session_id: str, batch: list[Prepared], *, look_up: bool) -> AppendManyResult:
+    if len(batch) == 1:
+        return _append_single(db, session_id, batch[0])
     with db.transaction() as conn:
         store = Store(conn)
-        locked = store.lock_session(session_id, [p.append_id for p in batch])
+        locked = store.lock_session(session_id, [p.append_id for p in batch] if look_up else [])
         if locked is None:
             raise NotFound(f"session {session_id} does not exist")
-        project_id, last_seq, existing = locked
+        project_id, last_seq, existing = locked.project_id, locked.last_seq, locked.existing
         seqs: list[int] = []
         duplicates: list[bool] = []
         rows: list[NewMessage] = []
@@ -116,20 +131,32 @@ def _append_once(db: Database, session_id: str, batch: list[Prepared], docs: dic
             last_seq += 1
             existing[item.append_id] = (last_seq, item.digest)
             rows.append(NewMessage(last_seq, item.append_id, item.role, item.payload_json, item.digest,
-                                   item.message.created_at))
+                                   item.created_at))
             seqs.append(last_seq)
             duplicates.append(False)
         if rows:
             with store.final_writes(commit=len(rows) == 1):  # one round trip for a single message
-                store.insert_messages(session_id, project_id, rows, last_seq=last_seq)
-                SearchStore(conn).index_messages(session_id, project_id, [
-                    IndexRow(row.seq, row.role, row.created_at, docs[row.append_id]) for row in rows])
+                store.insert_messages(session_id, project_id, rows, last_seq=last_seq, now=locked.now)
     return AppendManyResult(
         seqs=seqs,
         duplicates=duplicates,
         append_ids=[p.append_id for p in batch],
         redacted=sum(p.redacted for p in batch),
     )
+
+
+def _append_single(db: Database, session_id: str, item: Prepared) -> AppendManyResult:
+    """The common case, an agent's turn: one statement and its COMMIT in one round trip."""
+    with db.transaction() as conn:
+        project_id, seq, stored_seq, stored_hash = Store(conn).append_one(session_id, NewMessage(
+            0, item.append_id, item.role, item.payload_json, item.digest, item.created_at))
+    if project_id is None:
+        raise NotFound(f"session {session_id} does not exist")
+    duplicate = seq is None
+    if duplicate and stored_hash != item.digest:
+        raise Conflict(f"append_id {item.append_id} was already used with a different payload (seq {stored_seq})")
+    return AppendManyResult(seqs=[stored_seq if duplicate else seq], duplicates=[duplicate],
+                            append_ids=[item.append_id], redacted=item.redacted)
 
 
 def read(db: Database, session_id: str, *, after_seq: int, limit: int) -> Page:

@@ -9,6 +9,7 @@ makes the provider reject the resumed conversation, and it holds no user text to
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Protocol
 
 NUL_REPLACEMENT = "\ufffd"  # PostgreSQL text and jsonb cannot hold U+0000
@@ -23,15 +24,18 @@ OPAQUE_KEYS = frozenset({
 class Redacting(Protocol):
     def redact(self, text: str) -> tuple[str, int]: ...
 
+    def may_match(self, text: str) -> bool: ...
 
-def _opaque_key(key: Any) -> bool:
-    return isinstance(key, str) and key.lower().replace("_", "").replace("-", "") in OPAQUE_KEYS
+
+@lru_cache(maxsize=4096)
+def _opaque_key(key: str) -> bool:
+    return key.lower().replace("_", "").replace("-", "") in OPAQUE_KEYS
 
 
 def _opaque_fields(value: dict[str, Any]) -> frozenset[str]:
     """Fields of this object that hold ciphertext: `content` of an encrypted thinking block, `data`
     of a redacted_thinking block."""
-    fields = {key for key in value if _opaque_key(key)}
+    fields = {key for key in value if isinstance(key, str) and _opaque_key(key)}
     if value.get("encrypted") is True:
         fields.add("content")
     if value.get("type") == "redacted_thinking":
@@ -44,36 +48,56 @@ def _nul_free(value: str) -> str:
 
 
 class Cleaner:
-    """Walks a payload and returns a cleaned copy plus the number of redactions made."""
+    """Walks a payload and returns a cleaned copy plus the number of redactions made. What needs no
+    change is returned as is (the same objects): most payloads hold no secret and no NUL."""
 
     def __init__(self, redactor: Redacting | None = None) -> None:
         self.redactor = redactor  # security.redact.Redactor, when configured
 
+    def may_change(self, payload_json: str) -> bool:
+        """False when cleaning the payload whose canonical JSON this is would change nothing: no
+        NUL (JSON writes it as \\u0000) and nothing a redaction rule could match."""
+        return "\\u0000" in payload_json or (self.redactor is not None and self.redactor.may_match(payload_json))
+
     def clean(self, payload: dict[str, Any]) -> tuple[dict[str, Any], int]:
         count = 0
+        redact = self.redactor.redact if self.redactor is not None else None
 
-        def text(value: str, *, opaque: bool) -> str:
+        def text(value: str, opaque: bool) -> str:
             nonlocal count
             if "\x00" in value:
                 value = value.replace("\x00", NUL_REPLACEMENT)
-            if self.redactor is not None and not opaque:
-                value, found = self.redactor.redact(value)
-                count += found
+            if redact is not None and not opaque:
+                cleaned, found = redact(value)
+                if found:
+                    count += found
+                    return cleaned
             return value
 
-        def walk(value: Any, opaque: bool = False) -> Any:
+        def walk(value: Any, opaque: bool) -> Any:
             if isinstance(value, str):
-                return text(value, opaque=opaque)
+                return text(value, opaque)
             if isinstance(value, dict):
                 skip = _opaque_fields(value)
-                # keys are names, not secrets (a secret sits in the value, or in a "key=value"
-                # string): only NUL is cleaned there, which keeps the walk cheap on big payloads
-                return {
-                    (_nul_free(k) if isinstance(k, str) else k): walk(v, opaque or k in skip)
-                    for k, v in value.items()
-                }
+                changed = type(value) is not dict  # a dict subclass becomes a plain dict
+                items = []
+                for key, item in value.items():
+                    # keys are names, not secrets (a secret sits in the value, or in a "key=value"
+                    # string): only NUL is cleaned there, which keeps the walk cheap on big payloads
+                    new_key = _nul_free(key) if isinstance(key, str) else key
+                    if type(item) is str:  # most values: no call to walk
+                        new_item = text(item, opaque or key in skip)
+                    elif type(item) is int or item is None:
+                        new_item = item
+                    else:
+                        new_item = walk(item, opaque or key in skip)
+                    changed = changed or new_key is not key or new_item is not item
+                    items.append((new_key, new_item))
+                return dict(items) if changed else value
             if isinstance(value, list):
-                return [walk(v, opaque) for v in value]
+                new_list = [walk(item, opaque) for item in value]
+                unchanged = type(value) is list and all(a is b for a, b in zip(new_list, value, strict=True))
+                return value if unchanged else new_list
             return value
 
-        return walk(payload), count
+        return walk(payload, False), count

@@ -18,6 +18,7 @@ from ..search.text import payload_text
 from ..store.db import Database
 from ..store.repo import Store
 from ..store.search_repo import Scope, SearchStore
+from .indexer import Indexer
 
 MAX_QUERY_CHARS = 2000
 MAX_LIMIT = 100
@@ -175,22 +176,7 @@ def synonym_groups(db: Database) -> list[list[str]]:
         return SearchStore(conn).synonym_groups()
 
 
-def reindex(db: Database, project_id: str | None = None, *, batch: int = 2000) -> int:
-    """Index messages stored without a search row (e.g. before migration 0003); returns how many."""
-    from ..search.index import index_message
-    from ..store.search_repo import IndexRow
-
-    total = 0
-    while True:
-        with db.transaction() as conn:
-            store = SearchStore(conn)
-            rows = store.unindexed(project_id, batch)
-            by_session: dict[tuple[str, str], list[IndexRow]] = {}
-            for row in rows:
-                by_session.setdefault((row["session_id"], row["project_id"]), []).append(
-                    IndexRow(row["seq"], row["role"], row["created_at"], index_message(row["payload"])))
-            for (session_id, project), items in by_session.items():
-                store.index_messages(session_id, project, items)
-        total += len(rows)
-        if len(rows) < batch:
-            return total
+def reindex(db: Database, project_id: str | None = None) -> int:
+    """Index every stored message the search index does not have yet (restored rows, or a process
+    that died before its indexing pass); returns how many."""
+    return Indexer(db).reindex(project_id)

@@ -22,6 +22,7 @@ from ..memory_records import (
 from ..records import AppendManyResult, AppendResult, Forked, Page, Session, SessionList, Snapshot
 from ..store.db import Database
 from . import context, decisions, embed, hybrid, messages, recall, search, sessions, snapshots
+from .indexer import Indexer
 from .sanitize import Cleaner
 
 
@@ -31,6 +32,8 @@ class Service:
         self.settings: Settings = db.settings
         self.cleaner = cleaner or Cleaner()
         self.embedder = embedder  # the query/message embedder of semantic search; None: full text only
+        self.indexer = Indexer(db)  # the search index follows the appends (core/indexer.py)
+        db.before_close(self.indexer.close)
 
     # sessions
     def create_session(self, project_id: str, meta: dict[str, Any] | None = None) -> Session:
@@ -52,13 +55,19 @@ class Service:
     def append_message(self, session_id: str, message: Any) -> AppendResult:
         batch = messages.prepare(message, max_bytes=self.settings.max_message_bytes, cleaner=self.cleaner,
                                  field="message")
-        result = messages.append(self.db, session_id, batch)
+        result = self._append(session_id, batch)
         return AppendResult(seq=result.seqs[0], duplicate=result.duplicates[0],
                             append_id=result.append_ids[0], redacted=result.redacted)
 
     def append_messages(self, session_id: str, items: Any) -> AppendManyResult:
         batch = messages.prepare(items, max_bytes=self.settings.max_message_bytes, cleaner=self.cleaner)
-        return messages.append(self.db, session_id, batch)
+        return self._append(session_id, batch)
+
+    def _append(self, session_id: str, batch: list[messages.Prepared]) -> AppendManyResult:
+        result = messages.append(self.db, session_id, batch)
+        if not all(result.duplicates):
+            self.indexer.submit(session_id)
+        return result
 
     def read_session(self, session_id: str, *, after_seq: int = 0, limit: int = 100) -> Page:
         return messages.read(self.db, session_id, after_seq=after_seq, limit=limit)
@@ -99,9 +108,11 @@ class Service:
     def search_messages(self, query: str, *, mode: str | None = None, **filters: Any) -> MatchList:
         """mode: fts | semantic | hybrid (default: hybrid when the project has vectors, else fts).
         filters: project_id, agent_source, role, session_id, since, until, limit."""
+        self.indexer.catch_up(filters.get("project_id") if isinstance(filters.get("project_id"), str) else None)
         return hybrid.search(self.db, query, embedder=self.embedder, mode=mode, **filters)
 
     def recall(self, query: str, *, project_id: str | None = None, limit: int = 5) -> Recall:
+        self.indexer.catch_up(project_id if isinstance(project_id, str) else None)
         return recall.recall(self.db, query, project_id=project_id, limit=limit, embedder=self.embedder)
 
     def add_synonyms(self, terms: list[str]) -> list[list[str]]:
@@ -119,9 +130,10 @@ class Service:
     def describe_agent(self, name: str, description: str) -> Agent:
         return context.describe_agent(self.db, name, description)
 
-    def reindex_search(self, project_id: str | None = None) -> int:
-        """Index messages that have no search row yet (stored before the index existed)."""
-        return search.reindex(self.db, project_id)
+    def reindex_search(self, project_id: str | None = None, *, full: bool = False) -> int:
+        """Index every stored message the search index does not have yet; returns how many.
+        `full` rebuilds the index of every session (after a tokenizer change)."""
+        return self.indexer.reindex(project_id, full=full)
 
     def recall_digest(self, *, project_id: str | None, limit: int = 5) -> Recall:
         """The recall block without a question: the project's latest decisions (session start)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from .query import lexeme
@@ -20,15 +21,27 @@ class IndexedText:
 
 
 def index_text(text: str) -> IndexedText:
-    positions: dict[str, set[int]] = {}
+    # iter_terms yields each term's positions in non-decreasing order: a list, without repeats
+    positions: dict[str, list[int]] = {}
     for term, position in iter_terms(text):
-        positions.setdefault(term, set()).add(position)
+        seen = positions.get(term)
+        if seen is None:
+            positions[term] = [position]
+        elif seen[-1] != position:
+            seen.append(position)
     parts = []
-    for term in sorted(positions):
-        listed = sorted(positions[term])[:MAX_POSITIONS]
-        parts.append(f"{lexeme(term)}:{','.join(map(str, listed))}")
-    length = sum(min(len(p), MAX_POSITIONS) for p in positions.values())
+    length = 0
+    for term, listed in positions.items():
+        if len(listed) > MAX_POSITIONS:
+            listed = listed[:MAX_POSITIONS]
+        length += len(listed)
+        parts.append(f"{_lexeme(term)}:{','.join(map(str, listed))}")
     return IndexedText(" ".join(parts), length, frozenset(positions))
+
+
+@lru_cache(maxsize=100_000)
+def _lexeme(term: str) -> str:
+    return lexeme(term)
 
 
 def index_message(payload: dict[str, Any]) -> IndexedText:

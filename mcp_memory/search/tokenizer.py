@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .stem import stem
-from .stopwords import is_stop_cjk, is_stop_word
+from .stopwords import CJK_BIGRAMS, CJK_CHARS, is_stop_cjk, is_stop_word
 
 CJK_RANGES = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _RUN = re.compile(rf"(?P<cjk>[{CJK_RANGES}]+)|(?P<word>[^\W{CJK_RANGES}]+)")
@@ -70,12 +70,17 @@ def iter_terms(text: str) -> Iterator[tuple[str, int]]:
     for match in _RUN.finditer(text):
         run = match.group("cjk")
         if run:
+            # is_stop_cjk inlined: this loop runs for every CJK character of every message
+            last = len(run) - 1
             for i, char in enumerate(run):
-                pos = min(position + i, MAX_POSITION)
-                if not is_stop_cjk(char):
+                pos = min(MAX_POSITION, position + i)
+                stop = char in CJK_CHARS
+                if not stop:
                     yield char, pos
-                if i + 1 < len(run) and not is_stop_cjk(run[i : i + 2]):
-                    yield run[i : i + 2], pos
+                if i < last:
+                    pair = run[i : i + 2]
+                    if not ((stop and run[i + 1] in CJK_CHARS) or pair in CJK_BIGRAMS):
+                        yield pair, pos
             position += len(run)
             continue
         whole, terms = _word_plan(match.group("word"))

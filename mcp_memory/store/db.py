@@ -7,7 +7,7 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import psycopg
@@ -30,6 +30,11 @@ class Database:
         self._lock = threading.Lock()
         self._pool: ConnectionPool | None = None
         self._dsn: str | None = None
+        self._before_close: list[Callable[[], object]] = []
+
+    def before_close(self, finish: Callable[[], object]) -> None:
+        """Run `finish` when the process lets go of the database (work that must still reach it)."""
+        self._before_close.append(finish)
 
     @property
     def kind(self) -> str:
@@ -123,6 +128,13 @@ class Database:
             raise
 
     def close(self) -> None:
+        for finish in self._before_close:
+            if self._pool is None:
+                break  # never connected: nothing can be pending
+            try:
+                finish()
+            except Exception:  # closing goes on; what did not finish is caught up later
+                log.exception("work before closing the database failed")
         with self._lock:
             pool, self._pool = self._pool, None
         if pool is not None:

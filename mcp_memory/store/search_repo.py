@@ -36,6 +36,23 @@ class IndexRow:
 
 
 @dataclass(frozen=True)
+class Watermark:
+    project_id: str
+    last_seq: int
+    indexed_seq: int
+
+
+@dataclass(frozen=True)
+class StoredText:
+    """What indexing needs of a stored message."""
+
+    seq: int
+    role: str
+    payload: dict[str, Any]
+    created_at: datetime | None
+
+
+@dataclass(frozen=True)
 class Scope:
     """Filters shared by candidate search and hit fetching; segments = fork lineage of one session."""
 
@@ -73,7 +90,7 @@ class SearchStore:
         with self.conn.cursor(row_factory=dict_row) as cur:
             return cur.execute(q(name), params, prepare=False).fetchall()
 
-    # indexing (inside the append transaction) ---------------------------------------------------
+    # indexing (core/indexer.py, after the append committed) ---------------------------------------
     def index_messages(self, session_id: str, project_id: str, rows: Sequence[IndexRow]) -> None:
         if not rows:
             return
@@ -99,8 +116,41 @@ class SearchStore:
         self.conn.execute(q("search_add_doc_stats"), {
             "project_id": project_id, "shard": shard, "docs": len(docs), "total_len": sum(d.length for d in docs)})
 
-    def unindexed(self, project_id: str | None, limit: int) -> list[dict[str, Any]]:
-        return self._all("search_unindexed", {"project_id": project_id, "limit": limit})
+    def lock_session_index(self, session_id: str) -> Watermark | None:
+        """Take the session's indexing turn (until the transaction ends); None: no such session."""
+        self.conn.execute(q("search_index_lock"), {"session_id": session_id})
+        row = self.conn.execute(q("search_watermark"), {"session_id": session_id}).fetchone()
+        return Watermark(*row) if row else None
+
+    def unindexed_messages(self, session_id: str, *, after_seq: int, up_to_seq: int, limit: int) -> list[StoredText]:
+        rows = self.conn.execute(q("search_unindexed_messages"), {
+            "session_id": session_id, "after_seq": after_seq, "up_to_seq": up_to_seq, "limit": limit}).fetchall()
+        return [StoredText(*row) for row in rows]
+
+    def set_watermark(self, session_id: str, project_id: str, *, indexed_seq: int, stored_seq: int) -> None:
+        self.conn.execute(q("search_set_watermark"), {
+            "session_id": session_id, "project_id": project_id, "indexed_seq": indexed_seq, "stored_seq": stored_seq})
+
+    def pending_sessions(self, project_id: str | None, limit: int, *, untracked: bool = False) -> list[str]:
+        """Sessions whose index is behind; `untracked` also finds those without a progress row
+        (restored ones), at the price of a scan of all sessions."""
+        name = "search_untracked_sessions" if untracked else "search_pending_sessions"
+        rows = self.conn.execute(q(name), {"project_id": project_id, "limit": limit}).fetchall()
+        return [row[0] for row in rows]
+
+    def forget_session(self, session_id: str) -> None:
+        """Drop the session's index rows and their statistics; its watermark goes back to the start."""
+        self.conn.execute(q("search_forget_session"), {"session_id": session_id, "shard": shard_of(session_id)})
+
+    def sessions_after(self, project_id: str | None, after: str, limit: int) -> list[str]:
+        rows = self.conn.execute(q("search_all_sessions"), {"project_id": project_id, "after": after,
+                                                            "limit": limit}).fetchall()
+        return [row[0] for row in rows]
+
+    def backlog(self, project_id: str | None) -> tuple[int, int]:
+        """(sessions, messages) stored but not indexed yet."""
+        row = self.conn.execute(q("search_backlog"), {"project_id": project_id}).fetchone()
+        return row[0], row[1]
 
     # querying -----------------------------------------------------------------------------------
     def term_stats(self, project_id: str | None, terms: Sequence[str]) -> TermStats:

@@ -1,9 +1,16 @@
 -- name: insert_session
-INSERT INTO sessions (session_id, project_id, agent_source, title, meta,
-                      parent_session_id, fork_seq, parent_snapshot_id, last_seq)
-VALUES (%(session_id)s, %(project_id)s, %(agent_source)s, %(title)s, %(meta)s,
-        %(parent_session_id)s, %(fork_seq)s::bigint, %(parent_snapshot_id)s, coalesce(%(fork_seq)s::bigint, 0))
-RETURNING *;
+-- With its search watermark: a fork's own messages start after the fork point.
+WITH s AS (
+    INSERT INTO sessions (session_id, project_id, agent_source, title, meta,
+                          parent_session_id, fork_seq, parent_snapshot_id, last_seq)
+    VALUES (%(session_id)s, %(project_id)s, %(agent_source)s, %(title)s, %(meta)s,
+            %(parent_session_id)s, %(fork_seq)s::bigint, %(parent_snapshot_id)s, coalesce(%(fork_seq)s::bigint, 0))
+    RETURNING *
+), progress AS (
+    INSERT INTO search_progress (session_id, project_id, indexed_seq, stored_seq)
+    SELECT session_id, project_id, last_seq, last_seq FROM s
+)
+SELECT * FROM s;
 
 -- name: get_session
 SELECT * FROM sessions WHERE session_id = %(session_id)s;
@@ -14,11 +21,34 @@ SELECT * FROM sessions WHERE session_id = %(session_id)s;
 -- the batch that are already stored (one round trip). Rows committed by the transaction we waited
 -- for are not in this statement's snapshot: the insert then hits UNIQUE (session_id, append_id)
 -- and the core runs the append once more.
-SELECT s.project_id, s.last_seq, m.append_id, m.seq, m.payload_hash
+SELECT s.project_id, s.last_seq, now(), m.append_id, m.seq, m.payload_hash
 FROM sessions s
 LEFT JOIN messages m ON m.session_id = s.session_id AND m.append_id = ANY(%(append_ids)b::text[])
 WHERE s.session_id = %(session_id)s
 FOR UPDATE OF s;
+
+-- name: append_one
+-- One message in one statement, sent together with COMMIT (one round trip): lock the session row,
+-- look for the append_id, insert at last_seq + 1 unless it is stored, move last_seq and the search
+-- watermark's stored_seq. A row committed by the transaction we waited for is not in this
+-- statement's snapshot: the insert then hits UNIQUE (session_id, append_id), as in lock_session.
+WITH s AS (
+    SELECT project_id, last_seq FROM sessions WHERE session_id = %(session_id)s FOR UPDATE
+), dup AS (
+    SELECT seq, payload_hash FROM messages WHERE session_id = %(session_id)s AND append_id = %(append_id)s
+), ins AS (
+    INSERT INTO messages (session_id, seq, project_id, append_id, role, payload, payload_hash, created_at)
+    SELECT %(session_id)s, s.last_seq + 1, s.project_id, %(append_id)s, %(role)s, %(payload)s::jsonb,
+           %(payload_hash)s, coalesce(%(created_at)s, now())
+    FROM s WHERE NOT EXISTS (SELECT 1 FROM dup)
+    RETURNING seq
+), moved AS (
+    UPDATE sessions SET last_seq = ins.seq, updated_at = now() FROM ins WHERE session_id = %(session_id)s
+), progress AS (
+    UPDATE search_progress SET stored_seq = ins.seq FROM ins WHERE session_id = %(session_id)s
+)
+SELECT (SELECT project_id FROM s) AS project_id, (SELECT seq FROM ins) AS seq,
+       (SELECT seq FROM dup) AS stored_seq, (SELECT payload_hash FROM dup) AS stored_hash;
 
 -- name: insert_message
 INSERT INTO messages (session_id, seq, project_id, append_id, role, payload, payload_hash, created_at)
@@ -26,7 +56,7 @@ VALUES (%(session_id)s, %(seq)s, %(project_id)s, %(append_id)s, %(role)s, %(payl
         coalesce(%(created_at)s, now()));
 
 -- name: insert_messages
--- Batches: INSERT … SELECT FROM unnest (COPY is refused under row-level security).
+-- Batches under row-level security (which refuses COPY): INSERT … SELECT FROM unnest.
 INSERT INTO messages (session_id, seq, project_id, append_id, role, payload, payload_hash, created_at)
 SELECT %(session_id)s, m.seq, %(project_id)s, m.append_id, m.role, m.payload::jsonb, m.payload_hash,
        coalesce(m.created_at, now())
@@ -34,7 +64,17 @@ FROM unnest(%(seqs)b::bigint[], %(append_ids)b::text[], %(roles)b::text[], %(pay
             %(hashes)b::bytea[], %(created)b::timestamptz[])
      AS m(seq, append_id, role, payload, payload_hash, created_at);
 
+-- name: copy_messages
+-- Batches, where row-level security does not apply (the embedded default, an owner role).
+COPY messages (session_id, seq, project_id, append_id, role, payload, payload_hash, created_at)
+FROM STDIN (FORMAT BINARY);
+
 -- name: set_last_seq
+-- The search watermark row learns the new last_seq in the same transaction: the stored messages
+-- are now the indexer's work (DESIGN.md decision 6).
+WITH progress AS (
+    UPDATE search_progress SET stored_seq = %(last_seq)s WHERE session_id = %(session_id)s
+)
 UPDATE sessions SET last_seq = %(last_seq)s, updated_at = now() WHERE session_id = %(session_id)s;
 
 -- name: lineage

@@ -78,14 +78,74 @@ WHERE (%(required)s::tsquery IS NULL OR ms.tsv @@ %(required)s::tsquery)
                       AS g(sid, lo, hi)
         WHERE g.sid = ms.session_id AND ms.seq > g.lo AND ms.seq <= g.hi));
 
--- name: search_unindexed
--- Messages stored before the search index existed (or by a path that bypassed it): reindex fills them.
-SELECT m.session_id, m.seq, m.project_id, m.role, m.payload, m.created_at
-FROM messages m
-WHERE (%(project_id)s::text IS NULL OR m.project_id = %(project_id)s)
-  AND NOT EXISTS (SELECT 1 FROM message_search ms WHERE ms.session_id = m.session_id AND ms.seq = m.seq)
-ORDER BY m.session_id, m.seq
+-- name: search_index_lock
+-- One indexer per session at a time (two would index the same messages twice). A transaction-level
+-- advisory lock, so that an append to the session never waits for an indexing pass.
+SELECT pg_advisory_xact_lock(1836084589, hashtext(%(session_id)s));
+
+-- name: search_watermark
+-- What is indexed of the session, and what is stored: a session without a progress row (restored
+-- from an archive) starts at its fork point.
+SELECT s.project_id, s.last_seq, coalesce(p.indexed_seq, s.fork_seq, 0) AS indexed_seq
+FROM sessions s LEFT JOIN search_progress p ON p.session_id = s.session_id
+WHERE s.session_id = %(session_id)s;
+
+-- name: search_unindexed_messages
+SELECT seq, role, payload, created_at FROM messages
+WHERE session_id = %(session_id)s AND seq > %(after_seq)s AND seq <= %(up_to_seq)s
+ORDER BY seq
 LIMIT %(limit)s;
+
+-- name: search_set_watermark
+INSERT INTO search_progress AS p (session_id, project_id, indexed_seq, stored_seq)
+VALUES (%(session_id)s, %(project_id)s, %(indexed_seq)s, %(stored_seq)s)
+ON CONFLICT (session_id) DO UPDATE
+SET indexed_seq = greatest(p.indexed_seq, excluded.indexed_seq),
+    stored_seq = greatest(p.stored_seq, excluded.stored_seq), updated_at = now();
+
+-- name: search_forget_session
+-- `reindex --full`, one session under its indexing lock: its index rows go, their counts leave the
+-- BM25 statistics, and the watermark returns to the fork point.
+WITH gone AS (
+    DELETE FROM message_search WHERE session_id = %(session_id)s RETURNING project_id, doc_len, tsv
+), terms AS (
+    SELECT g.project_id, u.lexeme AS term, count(*) AS df FROM gone g, unnest(g.tsv) AS u GROUP BY 1, 2
+), term_stats AS (
+    UPDATE search_term_stats s SET df = s.df - t.df FROM terms t
+    WHERE s.term = t.term AND s.project_id = t.project_id AND s.shard = %(shard)s
+), doc_stats AS (
+    UPDATE search_doc_stats d SET docs = d.docs - x.docs, total_len = d.total_len - x.total_len
+    FROM (SELECT project_id, count(*) AS docs, sum(doc_len) AS total_len FROM gone GROUP BY project_id) AS x
+    WHERE d.project_id = x.project_id AND d.shard = %(shard)s
+)
+UPDATE search_progress p SET indexed_seq = coalesce(s.fork_seq, 0), updated_at = now()
+FROM sessions s WHERE s.session_id = p.session_id AND p.session_id = %(session_id)s;
+
+-- name: search_all_sessions
+SELECT session_id FROM sessions
+WHERE (%(project_id)s::text IS NULL OR project_id = %(project_id)s) AND session_id > %(after)s
+ORDER BY session_id
+LIMIT %(limit)s;
+
+-- name: search_pending_sessions
+-- Sessions with stored messages the index does not have yet (the partial index keeps this cheap).
+SELECT session_id FROM search_progress
+WHERE stored_seq > indexed_seq AND (%(project_id)s::text IS NULL OR project_id = %(project_id)s)
+ORDER BY updated_at, session_id
+LIMIT %(limit)s;
+
+-- name: search_untracked_sessions
+-- For `reindex`: every session whose index is behind, progress row or not (a full scan of sessions).
+SELECT s.session_id FROM sessions s LEFT JOIN search_progress p ON p.session_id = s.session_id
+WHERE s.last_seq > coalesce(p.indexed_seq, s.fork_seq, 0)
+  AND (%(project_id)s::text IS NULL OR s.project_id = %(project_id)s)
+ORDER BY s.session_id
+LIMIT %(limit)s;
+
+-- name: search_backlog
+SELECT count(*) AS sessions, coalesce(sum(stored_seq - indexed_seq), 0)::bigint AS messages
+FROM search_progress
+WHERE stored_seq > indexed_seq AND (%(project_id)s::text IS NULL OR project_id = %(project_id)s);
 
 -- name: synonym_groups
 SELECT group_id, array_agg(term ORDER BY term) AS terms FROM synonyms GROUP BY group_id ORDER BY group_id;
