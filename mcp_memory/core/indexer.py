@@ -14,6 +14,7 @@ through the per-session lock for an indexer of another process that is at work o
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 
@@ -31,6 +32,7 @@ PASS_LIMIT = 2000  # messages per indexing transaction
 # catch up first.
 QUIET_SECONDS = 0.1
 MAX_DELAY_SECONDS = 10.0
+WORKER_NAME = "mcp-memory-indexer"
 CATCH_UP_SESSIONS = 50  # sessions of other processes caught up before one search, at most
 
 
@@ -52,7 +54,7 @@ class Indexer:
             self._last_submit = time.monotonic()
             self._queue.add(session_id)
             if self._worker is None or not self._worker.is_alive():
-                self._worker = threading.Thread(target=self._run, name="mcp-memory-indexer", daemon=True)
+                self._worker = threading.Thread(target=self._run, name=WORKER_NAME, daemon=True)
                 self._worker.start()
             self._cond.notify()
 
@@ -157,16 +159,23 @@ class Indexer:
                 up_to = min(mark.last_seq, mark.indexed_seq + PASS_LIMIT)
                 rows = store.unindexed_messages(session_id, after_seq=mark.indexed_seq, up_to_seq=up_to,
                                                 limit=PASS_LIMIT)
-                store.index_messages(session_id, mark.project_id, [_index_row(row) for row in rows])
+                store.index_messages(session_id, mark.project_id, _index_rows(rows))
                 store.set_watermark(session_id, mark.project_id, indexed_seq=up_to, stored_seq=mark.last_seq)
             done += len(rows)
             if up_to >= mark.last_seq:
                 return done
 
 
-def _index_row(row: StoredText) -> IndexRow:
-    doc = index_message(row.payload)
-    # Let a waiting request thread run now, not at the end of the interpreter's switch interval
-    # (5 ms): in `serve` the pass shares the process with the tool calls.
-    time.sleep(0)
-    return IndexRow(row.seq, row.role, row.created_at, doc)
+def _index_rows(rows: list[StoredText]) -> list[IndexRow]:
+    background = threading.current_thread().name == WORKER_NAME
+    out = []
+    for number, row in enumerate(rows, 1):
+        out.append(IndexRow(row.seq, row.role, row.created_at, index_message(row.payload)))
+        if background and number % 16 == 0:
+            # let a tool call that arrived run now, not at the end of the interpreter's switch
+            # interval (5 ms): in `serve` the pass shares the process with the tool calls
+            _yield_cpu()
+    return out
+
+
+_yield_cpu = getattr(os, "sched_yield", lambda: time.sleep(0))  # sched_yield releases the GIL
