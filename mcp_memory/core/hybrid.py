@@ -1,6 +1,6 @@
 """Search modes (DESIGN.md decision 6): `fts` (BM25, core/search.py), `semantic` (nearest vectors of
-the query, pgvector) and `hybrid` (reciprocal rank fusion of both rankings). Recency is applied to
-the final score as in full-text search, and every mode honours the same filters.
+the query, pgvector) and `hybrid` (both scores normalised and added, see `combine`). Recency is
+applied to the final score as in full-text search, and every mode honours the same filters.
 
 Without a mode, hybrid runs when the project has vectors of the configured model, else full text,
 silently. A mode asked for that cannot run falls back to full text and says why in `note`."""
@@ -21,8 +21,7 @@ from ..store.search_repo import Scope, SearchStore
 from .search import check_limit, check_query, check_scope, fetch_matches, fts_scores, with_session
 
 MODES: tuple[SearchMode, ...] = ("fts", "semantic", "hybrid")
-RRF_K = 60  # the usual constant of reciprocal rank fusion: rank 1 is worth 1/61
-VECTOR_WEIGHT = 0.5  # a vector rank counts half a word rank: exact words are the stronger evidence
+VECTOR_WEIGHT = 1.0  # the nearest vector counts as much as the best word match (scripts/bench/search_quality.py)
 VECTOR_POOL = 200  # nearest vectors fetched (two per message: alone and with its neighbour)
 
 
@@ -120,15 +119,29 @@ def _is_cjk(char: str) -> bool:
 
 def combine(mode: SearchMode, lexical: dict[ranking.Key, float], near: list[Nearest],
             vector_weight: float = VECTOR_WEIGHT) -> dict[ranking.Key, float]:
-    """fts: BM25; semantic: cosine similarity; hybrid: Σ weight / (RRF_K + rank) over both rankings,
-    the vector ranking weighted by how well the model covers the query's script."""
+    """fts: BM25; semantic: cosine similarity; hybrid: both scores on one scale, added.
+
+    Hybrid: BM25 divided by the best BM25 of the query (the best word match is 1), plus
+    `vector_weight` × the cosine similarity scaled over the nearest pool (the nearest is 1, the
+    farthest fetched is 0). Scores, not ranks, are fused: a turn that holds every word of the query
+    stays ahead of one that is merely about the same thing, while a question worded unlike anything
+    stored (another language, other words) is found by its vectors. The vector scores get the
+    neighbour credit BM25 scores already carry: the turn nearest to a question is often the question
+    asked before, and the answer is the turn after it."""
     if mode == "fts":
         return lexical
     if mode == "semantic":
         return {(n.session_id, n.seq): 1.0 - n.distance for n in near}
-    fused: dict[ranking.Key, float] = {}
-    rankings = [(1.0, ranking.top_keys(lexical, len(lexical))), (vector_weight, [(n.session_id, n.seq) for n in near])]
-    for weight, keys in rankings:
-        for rank, key in enumerate(keys, start=1):
-            fused[key] = fused.get(key, 0.0) + weight / (RRF_K + rank)
+    best = max(lexical.values(), default=0.0)
+    fused = {key: score / best for key, score in lexical.items()} if best > 0 else {}
+    similarity: dict[ranking.Key, float] = {}
+    for n in near:  # a message's own vector and its window's: the closer counts
+        key = (n.session_id, n.seq)
+        similarity[key] = max(similarity.get(key, -1.0), 1.0 - n.distance)
+    if similarity and vector_weight > 0:
+        top, bottom = max(similarity.values()), min(similarity.values())
+        span = top - bottom or 1.0
+        scaled = {key: (value - bottom) / span for key, value in similarity.items()}
+        for key, value in ranking.with_neighbours(scaled).items():
+            fused[key] = fused.get(key, 0.0) + vector_weight * value
     return fused

@@ -1,6 +1,6 @@
-"""Embedding throughput of the local model (all-MiniLM-L6-v2, CPU) on this machine.
+"""Embedding throughput of a local model (default use-multilingual-v3, CPU) on this machine.
 
-Usage: python scripts/bench/embed_bench.py [--texts 512] [--batch 32]
+Usage: python scripts/bench/embed_bench.py [--model NAME] [--texts 512] [--batch 32]
 
 Embeds the turns of scripts/bench/data/memory_qa.json (repeated up to --texts) directly through the
 provider, without a database: texts/s for the model alone, measured in this run.
@@ -13,7 +13,7 @@ import json
 import time
 from pathlib import Path
 
-from mcp_memory.embeddings.providers import LocalProvider
+from mcp_memory.embeddings.providers import DEFAULT_LOCAL_MODEL, SHIPPED_MODELS, LocalProvider
 
 DATA = Path(__file__).with_name("data") / "memory_qa.json"
 
@@ -26,10 +26,12 @@ def texts(count: int) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default=DEFAULT_LOCAL_MODEL,
+                        help=f"a shipped model ({', '.join(SHIPPED_MODELS)}) or a sentence-transformers directory")
     parser.add_argument("--texts", type=int, default=512)
     parser.add_argument("--batch", type=int, default=32)
     args = parser.parse_args()
-    provider = LocalProvider()
+    provider = LocalProvider(args.model)
     start = time.perf_counter()
     dim = provider.dim
     load_s = time.perf_counter() - start

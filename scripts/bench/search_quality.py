@@ -2,7 +2,7 @@
 
 Usage:
     python scripts/bench/search_quality.py [DATASET] [--mode fts|semantic|hybrid|recall|all] [--dsn DSN]
-        [--embedder local|openai] [--json] [--misses]
+        [--embedder local|openai] [--model NAME] [--json] [--misses]
 
 DATASET defaults to scripts/bench/data/memory_qa.json. Without --dsn a temporary embedded PostgreSQL
 is started (and stopped). With --dsn the role must be allowed to CREATE DATABASE: the run imports
@@ -11,9 +11,10 @@ into a new database and drops it afterwards (--keep to look at it).
 Modes: `fts` ranks messages with search_messages (the full-text search of DESIGN.md decision 6);
 `recall` ranks the turns behind the recall block's items (decisions count by the turn they cite).
 `semantic` and `hybrid` rank with search_messages(mode=…) after `embed_pending` with the embedder
-(`local`: all-MiniLM-L6-v2 of the extra local-embeddings, offline; `openai`: the [embeddings] section
-of the config file); the embedding time and throughput are reported. `all` runs every mode on one
-import (embedding once).
+(`local`: --model, one of SHIPPED_MODELS in mcp_memory/embeddings/providers.py, offline: the default
+use-multilingual-v3 of the extra local-embeddings, all-MiniLM-L6-v2 (local-embeddings-minilm) or
+multilingual-e5-small-q4 (local-embeddings-e5); `openai`: the [embeddings] section of the config file); the embedding time and throughput are reported. `all` runs every mode on one import
+(embedding once).
 
 Dataset format (JSON, UTF-8):
     {"name", "version", "description",
@@ -50,6 +51,7 @@ from psycopg.conninfo import make_conninfo
 from mcp_memory.app import build
 from mcp_memory.config import load_settings
 from mcp_memory.core.service import Service
+from mcp_memory.embeddings.providers import DEFAULT_LOCAL_MODEL, SHIPPED_MODELS
 from mcp_memory.store import embedded, migrate
 
 DEFAULT = Path(__file__).with_name("data") / "memory_qa.json"
@@ -135,14 +137,14 @@ RANKERS: dict[str, Callable[[Service, dict, int], list[Key]]] = {
 SEMANTIC = {"semantic", "hybrid"}
 
 
-def embed_all(service: Service, embedder: str) -> dict[str, float]:
+def embed_all(service: Service, embedder: str, model: str) -> dict[str, float]:
     """Attach the embedder and embed every imported message; the time and rate of this run."""
     if embedder == "local":
         from mcp_memory.embeddings.providers import LocalProvider
 
-        service.embedder = LocalProvider()
+        service.embedder = LocalProvider(model)
     if service.embedder is None:
-        raise SystemExit("no embedder: install the extra local-embeddings or configure [embeddings]")
+        raise SystemExit("no embedder: pip install 'mcp-memory[local-embeddings]' or configure [embeddings]")
     start = time.perf_counter()
     count = service.embed_pending()
     seconds = time.perf_counter() - start
@@ -184,6 +186,8 @@ def main() -> None:
     parser.add_argument("--mode", choices=[*sorted(RANKERS), "all"], default="fts")
     parser.add_argument("--embedder", choices=["local", "openai"], default="local",
                         help="semantic/hybrid: the local model, or the [embeddings] section of the config")
+    parser.add_argument("--model", default=DEFAULT_LOCAL_MODEL,
+                        help=f"the local model (default {DEFAULT_LOCAL_MODEL}; shipped: {', '.join(SHIPPED_MODELS)})")
     parser.add_argument("--dsn", help="a server where this role may create databases (default: temporary embedded)")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.add_argument("--misses", action="store_true", help="list questions not answered in the top 5")
@@ -201,7 +205,7 @@ def main() -> None:
             start = time.perf_counter()
             turn_of = load(service, data)
             load_s = time.perf_counter() - start
-            embedding = embed_all(service, args.embedder) if SEMANTIC & set(modes) or args.mode == "all" else None
+            embedding = embed_all(service, args.embedder, args.model) if SEMANTIC & set(modes) or args.mode == "all" else None
             runs = {mode: evaluate(service, data, turn_of, mode) for mode in modes}
         finally:
             service.db.close()
