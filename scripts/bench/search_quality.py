@@ -146,10 +146,13 @@ def embed_all(service: Service, embedder: str, model: str) -> dict[str, float]:
     if service.embedder is None:
         raise SystemExit("no embedder: pip install 'mcp-memory[local-embeddings]' or configure [embeddings]")
     start = time.perf_counter()
+    service.embedder.dim  # loads a local model: its load time is reported apart
+    load_s = time.perf_counter() - start
+    start = time.perf_counter()
     count = service.embed_pending()
     seconds = time.perf_counter() - start
-    return {"model": service.embedder.name, "messages": count, "embed_s": round(seconds, 2),
-            "messages_per_s": round(count / seconds, 1) if seconds else 0.0}
+    return {"model": service.embedder.name, "load_s": round(load_s, 2), "messages": count,
+            "embed_s": round(seconds, 2), "messages_per_s": round(count / seconds, 1) if seconds else 0.0}
 
 
 def evaluate(service: Service, data: dict, turn_of: dict[Key, str], mode: str) -> tuple[dict, list[dict], list[float]]:
@@ -227,8 +230,8 @@ def _print(args: argparse.Namespace, data: dict, turn_of: dict, mode: str, load_
     print(f"{summary['dataset']}  mode={mode}  turns={summary['turns']}  questions={summary['questions']}  "
           f"import {summary['import_s']} s  query p50 {summary['query_ms_p50']} ms  p95 {summary['query_ms_p95']} ms")
     if embedding:
-        print(f"embedding: {embedding['model']} {embedding['messages']} messages in {embedding['embed_s']} s "
-              f"= {embedding['messages_per_s']} messages/s (message + window vectors)")
+        print(f"embedding: {embedding['model']} (loaded in {embedding['load_s']} s) {embedding['messages']} messages "
+              f"in {embedding['embed_s']} s = {embedding['messages_per_s']} messages/s (message + window vectors)")
     print(f"{'category':<16}{'n':>5}" + "".join(f"{'R@' + str(k):>8}" for k in KS) + f"{'MRR':>8}")
     for category, m in report.items():
         print(f"{category:<16}{m['n']:>5}" + "".join(f"{m[f'recall@{k}']:>8.3f}" for k in KS) + f"{m['mrr']:>8.3f}")
