@@ -226,3 +226,41 @@ def test_token_json_shape(make_token) -> None:
     assert tokens.parse_token(created.token) == created.role
     assert created.token not in created.dsn and created.role in created.dsn
     assert json.dumps({"name": created.name, "role": created.role, "token": created.token, "dsn": created.dsn})
+
+
+def test_big_batches_and_their_retry_through_a_token(world: dict[str, str], make_token, settings) -> None:
+    """A batch big enough for the optimistic path (no append_id look-up, COPY where allowed) under
+    row-level security: inserted, and sent again, every message comes back as a duplicate."""
+    svc = token_service(settings, make_token("bulk", ["A"]))
+    batch = [{"append_id": f"bulk-{i}", "role": "user", "content": f"bulk message {i}"} for i in range(100)]
+    try:
+        first = svc.append_messages(world["A"], batch)
+        assert first.seqs == list(range(3, 103)) and not any(first.duplicates)
+        again = svc.append_messages(world["A"], batch)
+        assert again.seqs == first.seqs and all(again.duplicates)
+        mixed = svc.append_messages(world["A"], [*batch[:70], *({"append_id": f"new-{i}", "role": "user",
+                                                                 "content": "x"} for i in range(30))])
+        assert mixed.duplicates == [True] * 70 + [False] * 30 and mixed.seqs[70:] == list(range(103, 133))
+        assert [m.seq for m in svc.search_messages("bulk message 99", project_id="A").matches][:1] == [102]
+    finally:
+        svc.db.close()
+
+
+def test_read_only_token_searches_over_a_backlog_it_cannot_index(world: dict[str, str], make_token, service,
+                                                                 settings) -> None:
+    """A writer died before indexing: a read-only token's search still answers (from what is
+    indexed) and says nothing is wrong; the next writer's search indexes the backlog."""
+    dying = token_service(settings, make_token("dying", ["A"]))
+    dying.indexer.submit = lambda session_id: None
+    try:
+        sid = dying.create_session("A").session_id
+        dying.append_message(sid, {"role": "user", "content": "zebra crossing near the warehouse"})
+    finally:
+        dying.db.close()
+    reader = token_service(settings, make_token("reader", ["A"], read_only=True))
+    try:
+        assert reader.search_messages("zebra", project_id="A").matches == []
+        assert reader.search_messages("zebra", project_id="A").matches == []  # asked again: no retry storm
+    finally:
+        reader.db.close()
+    assert [(m.session_id, m.seq) for m in service.search_messages("zebra", project_id="A").matches] == [(sid, 1)]
