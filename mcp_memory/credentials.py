@@ -9,8 +9,6 @@ import os
 import re
 from pathlib import Path
 
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
-
 log = logging.getLogger(__name__)
 
 KEYRING_SERVICE = "mcp-memory"
@@ -26,6 +24,8 @@ def mask_dsn(dsn: str) -> str:
 
 def keyring_account(dsn: str) -> str:
     """The keyring account name for a DSN: user@host:port/dbname (no password)."""
+    from psycopg.conninfo import conninfo_to_dict  # psycopg loads libpq: only when a DSN is parsed
+
     params = conninfo_to_dict(dsn)
     host = params.get("host") or "localhost"
     port = params.get("port") or "5432"
@@ -103,6 +103,8 @@ def store_password(dsn: str, secret: str, *, fallback: Path) -> Path | None:
 def with_password(dsn: str, password: str | None, *, fallback_file: Path | None = None) -> str:
     """Add a password to a DSN that has none; a DSN's own password wins, then `password` (env),
     then the keyring, then the fallback file written by `mcp-memory login`."""
+    from psycopg.conninfo import conninfo_to_dict  # psycopg loads libpq: only when a DSN is parsed
+
     params = conninfo_to_dict(dsn)
     if params.get("password"):
         return dsn
@@ -112,4 +114,6 @@ def with_password(dsn: str, password: str | None, *, fallback_file: Path | None 
         password = file_password(dsn, fallback_file)
     if password is None:
         return dsn
+    from psycopg.conninfo import make_conninfo
+
     return make_conninfo(dsn, password=password)

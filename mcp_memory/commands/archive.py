@@ -6,10 +6,13 @@ import argparse
 import logging
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..config import Settings
-from ..store.db import Database
 from .output import print_json, progress
+
+if TYPE_CHECKING:
+    from ..store.db import Database
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -67,6 +70,8 @@ def archive(settings: Settings, args: argparse.Namespace) -> int:
         print("mcp-memory archive: say what to do: --daemon, --once, status, retry or verify "
               "(mcp-memory archive --help)", file=sys.stderr)
         return 2
+    from ..store.db import Database
+
     db = Database(settings, application_name="mcp-memory archive")
     try:
         if action == "status":
@@ -132,6 +137,7 @@ def _verify(db: Database, settings: Settings, args: argparse.Namespace) -> int:
 
 def restore(settings: Settings, args: argparse.Namespace) -> int:
     from ..archive import restore as restoring
+    from ..store.db import Database
 
     db = Database(settings, application_name="mcp-memory restore")
     try:

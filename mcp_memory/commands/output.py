@@ -6,12 +6,14 @@ import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from ..config import Settings
-from ..core.service import Service
+
+if TYPE_CHECKING:  # the CLI builds every sub-command's parser: none may import the core (psycopg) early
+    from ..core.service import Service
 
 
 @contextmanager

@@ -6,11 +6,14 @@ import argparse
 import getpass
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..config import Settings
 from ..errors import Invalid
-from ..store.db import Database
 from .output import print_json
+
+if TYPE_CHECKING:
+    from ..store.db import Database
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -62,6 +65,7 @@ def handlers() -> dict[str, Callable[..., int]]:
 
 def token(settings: Settings, args: argparse.Namespace) -> int:
     from ..security import tokens
+    from ..store.db import Database
 
     db = Database(settings, application_name="mcp-memory token")
     try:

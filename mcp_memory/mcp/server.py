@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
@@ -17,7 +17,6 @@ from mcp.types import ToolAnnotations
 from pydantic import Field, ValidationError
 
 from .. import __version__
-from ..core.service import Service
 from ..errors import McpMemoryError
 from ..models import MessageIn, describe_validation_error
 from ..records import (
@@ -31,6 +30,9 @@ from ..records import (
     SnapshotCreated,
     SnapshotList,
 )
+
+if TYPE_CHECKING:  # the server is built before the service: `serve` answers tools/list without psycopg
+    from ..core.service import Service
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import logging
 import threading
+from typing import TYPE_CHECKING
 
 from ..config import Settings
 from ..errors import McpMemoryError
+
+if TYPE_CHECKING:
+    from ..core.service import Service
 
 log = logging.getLogger(__name__)
 
@@ -19,24 +23,48 @@ WARM_UP_DELAY = 1.5  # seconds
 
 
 def serve(settings: Settings) -> None:
-    from ..app import build
     from .server import build_server
 
-    service = build(settings, application_name="mcp-memory serve")
+    service = LazyService(settings)
 
     def warm_up() -> None:
         try:
-            service.db.pool()
+            service().db.pool()
         except McpMemoryError as exc:
             log.warning("database not ready yet: %s", exc)
 
-    # Connect (and start the embedded server) in the background, a moment after start, so the
-    # handshake and tools/list are not competing with it; a tool call before then connects itself.
+    # Build the service (psycopg, the core) and connect (starting the embedded server) in the
+    # background, a moment after start, so the handshake and tools/list are not competing with it;
+    # a tool call before then builds and connects itself.
     timer = threading.Timer(WARM_UP_DELAY, warm_up)
     timer.name, timer.daemon = "mcp-memory-warm-up", True
     timer.start()
-    server = build_server(lambda: service)
+    server = build_server(service)
     try:
         server.run("stdio")
     finally:
-        service.db.close()
+        timer.cancel()
+        service.close()
+
+
+class LazyService:
+    """The core service, built on first use (thread-safe)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._service: Service | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> Service:
+        with self._lock:
+            if self._service is None:
+                from ..app import build
+
+                self._service = build(self.settings, application_name="mcp-memory serve")
+            return self._service
+
+    def close(self) -> None:
+        with self._lock:
+            service, self._service = self._service, None
+        if service is not None:
+            service.db.close()
