@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import uuid
@@ -11,9 +12,10 @@ from datetime import datetime
 from typing import Any
 
 import orjson
+from pydantic import ValidationError
 
 from ..errors import Conflict, Invalid, NotFound
-from ..models import Message, format_time, parse_message, size_error
+from ..models import Message, MessageIn, format_time, parse_message, size_error
 from ..records import AppendManyResult, Page
 from ..store.db import Database
 from ..store.repo import AppendRaced, NewMessage, Store
@@ -45,10 +47,29 @@ def prepare(raw: Sequence[Any], *, max_bytes: int, cleaner: Cleaner, field: str 
         raise Invalid(f"{field} must not be empty")
     if len(raw) > MAX_BATCH:
         raise Invalid(f"{field} has {len(raw)} messages; at most {MAX_BATCH} per call")
+    # A big batch allocates ~10 objects per message and keeps them all: the collector's passes over
+    # the process meanwhile find no garbage (a fifth of a 10k batch's time). Paused, then restored.
+    pause = len(raw) >= 1000 and gc.isenabled()
+    if pause:
+        gc.disable()
+    try:
+        return _prepare(raw, max_bytes=max_bytes, cleaner=cleaner, field=field)
+    finally:
+        if pause:
+            gc.enable()
+
+
+def _prepare(raw: Sequence[Any], *, max_bytes: int, cleaner: Cleaner, field: str) -> list[Prepared]:
     prepared = []
+    validate = MessageIn.model_validate
     for index, item in enumerate(raw):
-        name = field if field == "message" else f"{field}[{index}]"
-        message = parse_message(item, field=name, max_bytes=None)
+        try:  # the common case first; a bad message is parsed again below for an error naming it
+            message = validate(item) if type(item) is dict else None
+        except ValidationError:
+            message = None
+        if message is None:
+            name = field if field == "message" else f"{field}[{index}]"
+            message = parse_message(item, field=name, max_bytes=None)
         payload = message.payload()
         payload.pop("append_id", None)
         canonical = canonical_json(payload)
@@ -59,6 +80,7 @@ def prepare(raw: Sequence[Any], *, max_bytes: int, cleaner: Cleaner, field: str 
             canonical = canonical_json(payload)
             text = canonical.decode()
         if len(canonical) > max_bytes:
+            name = field if field == "message" else f"{field}[{index}]"
             raise Invalid(size_error(payload, field=name, size=len(canonical), max_bytes=max_bytes))
         prepared.append(
             Prepared(
