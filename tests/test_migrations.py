@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import zlib
 
 import psycopg
 
@@ -75,3 +76,51 @@ def test_two_concurrent_migrations_apply_each_once(empty_db: str) -> None:
     with psycopg.connect(empty_db) as conn:
         count = conn.execute("SELECT count(*) FROM schema_migrations").fetchone()[0]
     assert count == len(migrate.available())
+
+
+def test_upgrade_to_0006_keeps_what_appends_indexed_and_finds_the_rest(empty_db: str, profile) -> None:
+    """A database of schema 5, where appends indexed in their own transaction, upgraded: each
+    session's watermark is its last indexed message, the one stored without a search row is the
+    backlog that reindex (or the next search) indexes, and nothing is indexed twice."""
+    from dataclasses import replace
+
+    from mcp_memory.app import build
+    from mcp_memory.config import load_settings
+
+    sid = "ses_00000000-0000-0000-0000-00000000000a"
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        conn.execute(migrate._BOOTSTRAP)
+        for m in migrate.available():
+            if m.version > 5:
+                break
+            with conn.transaction():
+                conn.execute(m.sql)
+                conn.execute("INSERT INTO schema_migrations (version, name, checksum) VALUES (%s, %s, %s)",
+                             (m.version, m.name, m.checksum))
+        conn.execute("INSERT INTO sessions (session_id, project_id, last_seq) VALUES (%s, 'old', 3)", (sid,))
+        for seq, text in ((1, "alpha"), (2, "beta"), (3, "gamma")):
+            conn.execute("INSERT INTO messages (session_id, seq, project_id, append_id, role, payload, payload_hash, "
+                         "created_at) VALUES (%s, %s, 'old', %s, 'user', %s, '\\x00', now())",
+                         (sid, seq, f"a{seq}", f'{{"role": "user", "content": "{text}"}}'))
+        shard = zlib.crc32(sid.encode()) % 8
+        for seq, text in ((1, "alpha"), (2, "beta")):  # as the old append indexed them
+            conn.execute("INSERT INTO message_search VALUES (%s, %s, 'old', 'user', now(), 1, %s::tsvector)",
+                         (sid, seq, f"'{text}':1"))
+            conn.execute("INSERT INTO search_term_stats VALUES ('old', %s, %s, 1)", (text, shard))
+        conn.execute("INSERT INTO search_doc_stats VALUES ('old', %s, 2, 2)", (shard,))
+    assert [m.version for m in migrate.migrate(empty_db)] == [6]
+    with psycopg.connect(empty_db) as conn:
+        assert conn.execute("SELECT indexed_seq, stored_seq FROM search_progress WHERE session_id = %s",
+                            (sid,)).fetchone() == (2, 3)
+        assert not conn.execute("SELECT 1 FROM pg_constraint WHERE conname = 'messages_session_id_fkey'").fetchall()
+    svc = build(replace(load_settings(dsn=empty_db, environ=profile)))
+    try:
+        assert svc.reindex_search() == 1
+        # the turn that holds the word first (its neighbours follow at half score)
+        assert svc.search_messages("gamma", project_id="old").matches[0].seq == 3
+        assert svc.search_messages("alpha", project_id="old").matches[0].seq == 1
+        with svc.db.transaction() as conn:  # each message indexed once, the statistics count it once
+            assert conn.execute("SELECT count(*), count(DISTINCT seq) FROM message_search").fetchone() == (3, 3)
+            assert conn.execute("SELECT sum(docs) FROM search_doc_stats").fetchone()[0] == 3
+    finally:
+        svc.db.close()
