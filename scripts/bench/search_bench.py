@@ -179,14 +179,19 @@ def bench_append(service, conn, *, count: int) -> None:
     start = time.perf_counter()
     service.indexer.index_session(burst)
     per_message_in_burst = (time.perf_counter() - start) * 1000 / count
-    conn.execute("CREATE TEMP TABLE raw_insert (session_id text, seq bigint, payload jsonb, PRIMARY KEY (session_id, seq))")
+    # a regular table: a temporary one writes no WAL, so its commit would not wait for a flush
+    conn.execute("CREATE TABLE bench_raw_insert (session_id text, seq bigint, payload jsonb, PRIMARY KEY (session_id, seq))")
     conn.commit()
 
     def raw(i: int) -> None:
-        conn.execute("INSERT INTO raw_insert VALUES (%s, %s, %s)", (sid, i, Jsonb({"content": bodies[i]})))
+        conn.execute("INSERT INTO bench_raw_insert VALUES (%s, %s, %s)", (sid, i, Jsonb({"content": bodies[i]})))
         conn.commit()
 
-    ref = timed(raw, count)
+    try:
+        ref = timed(raw, count)
+    finally:
+        conn.execute("DROP TABLE bench_raw_insert")
+        conn.commit()
     print(line("raw INSERT + commit (limit)", ref))
     print(line("append_message (what the agent waits for)", append, statistics.median(ref)))
     print(line("tokenizing one message (Python)", tokenize))
