@@ -32,7 +32,6 @@ PASS_LIMIT = 2000  # messages per indexing transaction
 # catch up first.
 QUIET_SECONDS = 0.1
 MAX_DELAY_SECONDS = 10.0
-WORKER_NAME = "mcp-memory-indexer"
 CATCH_UP_SESSIONS = 50  # sessions of other processes caught up before one search, at most
 
 
@@ -54,16 +53,17 @@ class Indexer:
             self._last_submit = time.monotonic()
             self._queue.add(session_id)
             if self._worker is None or not self._worker.is_alive():
-                self._worker = threading.Thread(target=self._run, name=WORKER_NAME, daemon=True)
+                self._worker = threading.Thread(target=self._run, name="mcp-memory-indexer", daemon=True)
                 self._worker.start()
             self._cond.notify()
 
-    def flush(self) -> int:
-        """Index, now and in the caller's thread, what this process appended; how many messages."""
+    def flush(self, *, background: bool = False) -> int:
+        """Index, now and in the caller's thread, what this process appended; how many messages.
+        `background`: the worker's pass, which lets tool calls of the process run between messages."""
         with self._turn:
             with self._cond:
                 work, self._queue = self._queue, set()
-            return sum(self._index_logged(session_id) for session_id in sorted(work))
+            return sum(self._index_logged(session_id, background) for session_id in sorted(work))
 
     def catch_up(self, project_id: str | None = None) -> int:
         """Before a search: this process's queue, then sessions of the project that other
@@ -78,7 +78,7 @@ class Indexer:
             log.debug("search catch-up skipped: %s", exc)
             return done
         with self._turn:
-            return done + sum(self._index_logged(session_id) for session_id in behind)
+            return done + sum(self._index_logged(session_id, False) for session_id in behind)
 
     def reindex(self, project_id: str | None = None, *, full: bool = False) -> int:
         """Every session whose index is behind, restored ones without a progress row included.
@@ -122,7 +122,7 @@ class Indexer:
                         self._worker = None
                     return
             self._wait_for_quiet()
-            self.flush()
+            self.flush(background=True)
 
     def _wait_for_quiet(self) -> None:
         started = time.monotonic()
@@ -133,11 +133,11 @@ class Indexer:
                 return
             time.sleep(min(quiet_at - now, MAX_DELAY_SECONDS - (now - started)))
 
-    def _index_logged(self, session_id: str) -> int:
+    def _index_logged(self, session_id: str, background: bool) -> int:
         if not self._writable:
             return 0
         try:
-            return self.index_session(session_id)
+            return self.index_session(session_id, background=background)
         except Unavailable as exc:
             log.warning("search index of %s left for later: %s", session_id, exc)
         except Forbidden as exc:
@@ -147,7 +147,7 @@ class Indexer:
             log.exception("search index of %s left for later", session_id)
         return 0
 
-    def index_session(self, session_id: str) -> int:
+    def index_session(self, session_id: str, *, background: bool = False) -> int:
         """Index the session's stored messages past its watermark; how many were indexed."""
         done = 0
         while True:
@@ -159,15 +159,14 @@ class Indexer:
                 up_to = min(mark.last_seq, mark.indexed_seq + PASS_LIMIT)
                 rows = store.unindexed_messages(session_id, after_seq=mark.indexed_seq, up_to_seq=up_to,
                                                 limit=PASS_LIMIT)
-                store.index_messages(session_id, mark.project_id, _index_rows(rows))
+                store.index_messages(session_id, mark.project_id, _index_rows(rows, background))
                 store.set_watermark(session_id, mark.project_id, indexed_seq=up_to, stored_seq=mark.last_seq)
             done += len(rows)
             if up_to >= mark.last_seq:
                 return done
 
 
-def _index_rows(rows: list[StoredText]) -> list[IndexRow]:
-    background = threading.current_thread().name == WORKER_NAME
+def _index_rows(rows: list[StoredText], background: bool) -> list[IndexRow]:
     out = []
     for number, row in enumerate(rows, 1):
         out.append(IndexRow(row.seq, row.role, row.created_at, index_message(row.payload)))

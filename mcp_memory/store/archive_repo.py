@@ -11,12 +11,11 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
-from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from ..errors import McpMemoryError
 from .db import Database, translate_errors
-from .sql import q
+from .sql import Statements, q
 
 log = logging.getLogger(__name__)
 
@@ -53,19 +52,8 @@ class RestoredMessage:
     created_at: datetime
 
 
-class ArchiveStore:
+class ArchiveStore(Statements):
     """The archiver's statements over one connection (inside the caller's transaction)."""
-
-    def __init__(self, conn: psycopg.Connection) -> None:
-        self.conn = conn
-
-    def _one(self, name: str, params: dict[str, Any] | None = None) -> dict[str, Any] | None:
-        with self.conn.cursor(row_factory=dict_row) as cur:
-            return cur.execute(q(name), params or {}).fetchone()
-
-    def _all(self, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        with self.conn.cursor(row_factory=dict_row) as cur:
-            return cur.execute(q(name), params or {}).fetchall()
 
     # queue ------------------------------------------------------------------------------------
     def claim(self, *, worker: str, lease: float, limit: int, due_before: datetime | None = None) -> list[ClaimedJob]:

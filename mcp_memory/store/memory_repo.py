@@ -4,27 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import psycopg
-from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from ..memory_records import Agent, ContextEntry, Decision
 from ..models import format_time
-from .sql import q
+from .sql import Statements, q
 
 
-class MemoryStore:
-    def __init__(self, conn: psycopg.Connection) -> None:
-        self.conn = conn
-
-    def _one(self, name: str, params: dict[str, Any]) -> dict[str, Any] | None:
-        with self.conn.cursor(row_factory=dict_row) as cur:
-            return cur.execute(q(name), params).fetchone()
-
-    def _all(self, name: str, params: dict[str, Any], *, prepare: bool | None = None) -> list[dict[str, Any]]:
-        with self.conn.cursor(row_factory=dict_row) as cur:
-            return cur.execute(q(name), params, prepare=prepare).fetchall()
-
+class MemoryStore(Statements):
     # decisions ----------------------------------------------------------------------------------
     def insert_decision(self, **fields: Any) -> Decision:
         fields["alternatives"] = Jsonb(fields["alternatives"])

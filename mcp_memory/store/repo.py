@@ -13,12 +13,11 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
-from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from ..models import format_time
 from ..records import Session, Snapshot
-from .sql import q
+from .sql import Statements, q
 
 COPY_FROM = 64  # batches of at least this many messages are stored with COPY where it is allowed
 _copy_allowed: weakref.WeakKeyDictionary[psycopg.Connection, bool] = weakref.WeakKeyDictionary()
@@ -83,18 +82,7 @@ class StoredRow:
     created_at: datetime
 
 
-class Store:
-    def __init__(self, conn: psycopg.Connection) -> None:
-        self.conn = conn
-
-    def _one(self, name: str, params: dict[str, Any]) -> dict[str, Any] | None:
-        with self.conn.cursor(row_factory=dict_row) as cur:
-            return cur.execute(q(name), params).fetchone()
-
-    def _all(self, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-        with self.conn.cursor(row_factory=dict_row) as cur:
-            return cur.execute(q(name), params).fetchall()
-
+class Store(Statements):
     # sessions ---------------------------------------------------------------------------------
     def insert_session(self, **fields: Any) -> Session:
         fields["meta"] = Jsonb(fields["meta"])

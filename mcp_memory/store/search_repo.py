@@ -13,12 +13,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import psycopg
-from psycopg.rows import dict_row
-
 from ..search.index import IndexedText
 from ..search.ranking import TermStats
-from .sql import q
+from .sql import Statements, q
 
 SHARDS = 8
 
@@ -82,13 +79,8 @@ class Candidate:
     score: float
 
 
-class SearchStore:
-    def __init__(self, conn: psycopg.Connection) -> None:
-        self.conn = conn
-
-    def _all(self, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-        with self.conn.cursor(row_factory=dict_row) as cur:
-            return cur.execute(q(name), params, prepare=False).fetchall()
+class SearchStore(Statements):
+    prepare = False  # see the module docstring
 
     # indexing (core/indexer.py, after the append committed) ---------------------------------------
     def index_messages(self, session_id: str, project_id: str, rows: Sequence[IndexRow]) -> None:

@@ -1,10 +1,15 @@
-"""Named queries, kept in `.sql` files (`-- name: query_name` then the statement)."""
+"""Named queries, kept in `.sql` files (`-- name: query_name` then the statement), and the base of
+the stores that run them."""
 
 from __future__ import annotations
 
 import re
 from functools import cache
 from importlib import resources
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
 
 _HEADER = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
 
@@ -25,3 +30,24 @@ def queries() -> dict[str, str]:
 
 def q(name: str) -> str:
     return queries()[name]
+
+
+class Statements:
+    """Named statements over one connection (inside the caller's transaction), rows as dicts.
+    `prepare`: psycopg's choice by default (a statement run a few times is prepared); a store whose
+    statements must be planned with their actual values each time sets it to False."""
+
+    prepare: bool | None = None
+
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self.conn = conn
+
+    def _one(self, name: str, params: dict[str, Any] | None = None, *,
+             prepare: bool | None = None) -> dict[str, Any] | None:
+        with self.conn.cursor(row_factory=dict_row) as cur:
+            return cur.execute(q(name), params or {}, prepare=self.prepare if prepare is None else prepare).fetchone()
+
+    def _all(self, name: str, params: dict[str, Any] | None = None, *,
+             prepare: bool | None = None) -> list[dict[str, Any]]:
+        with self.conn.cursor(row_factory=dict_row) as cur:
+            return cur.execute(q(name), params or {}, prepare=self.prepare if prepare is None else prepare).fetchall()
