@@ -164,6 +164,19 @@ def parse_time(value: Any) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
+def epoch_ms(value: Any) -> int | None:
+    """A datetime or RFC 3339 text → epoch milliseconds, as OpenCode and the DeepSeek harness store
+    times; None when absent or unreadable."""
+    if isinstance(value, datetime):
+        return int(value.timestamp() * 1000)
+    if isinstance(value, str):
+        try:
+            return int(datetime.fromisoformat(value).timestamp() * 1000)
+        except ValueError:
+            return None
+    return None
+
+
 def stable_id(*parts: object, prefix: str = "") -> str:
     """A deterministic id from native identifiers: re-importing a file yields the same append_ids."""
     digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).hexdigest()[:32]

@@ -19,8 +19,9 @@ from typing import Any
 
 from ..files import atomic_write as write_text
 from .base import Adapter, MappingReport, NeutralSession, WriteOptions, WrittenSession
+from .claude_code_jsonl import Line, consumed_offset, parse_lines
 from .claude_code_lines import is_uuid, session_uuid
-from .claude_code_read import AGENT, Line, MessageBuilder, ReadState, consumed_offset, parse_lines
+from .claude_code_read import AGENT, MessageBuilder, ReadState
 from .claude_code_write import TranscriptWriter
 
 TITLE_RANK = {"custom-title": 3, "ai-title": 2, "summary": 1}

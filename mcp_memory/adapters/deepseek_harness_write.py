@@ -10,11 +10,10 @@ passes every invariant check of a real dsh build is unconfirmed).
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from typing import Any
 
 from ..models import MessageIn
-from .base import MappingReport, NeutralSession, WriteOptions
+from .base import MappingReport, NeutralSession, WriteOptions, epoch_ms
 from .deepseek_harness import CHUNK_ROWS, NAME, dsh_uuid
 from .openai_chat import report_unwritten
 
@@ -53,7 +52,7 @@ def _header(session: NeutralSession, *, options: WriteOptions, report: MappingRe
         "type": "session",
         "version": 0,
         "id": dsh_uuid(NAME, session.agent, session.native_id),
-        "createdAt": _epoch_ms(created) or 0,
+        "createdAt": epoch_ms(created) or 0,
     }
     if cwd:
         header["cwd"] = cwd
@@ -125,7 +124,7 @@ class _LogWriter:
     def message(self, message: MessageIn) -> None:
         self.synthesized = True
         if message.created_at is not None:
-            self.time_ms = _epoch_ms(message.created_at) or self.time_ms
+            self.time_ms = epoch_ms(message.created_at) or self.time_ms
         message_id = dsh_uuid(NAME, message.append_id or json.dumps(message.payload(), sort_keys=True))
         report_unwritten(message, report=self.report, keeps_times=True)
         if message.role == "user" or not self.turn_open:
@@ -244,13 +243,3 @@ def _content_blocks(content: Any, report: MappingReport) -> list[dict[str, Any]]
             report.drop(f"content part {data['type']} (dsh stores images as attachments)")
     return blocks
 
-
-def _epoch_ms(value: Any) -> int | None:
-    if isinstance(value, datetime):
-        return int(value.timestamp() * 1000)
-    if isinstance(value, str):
-        try:
-            return int(datetime.fromisoformat(value).timestamp() * 1000)
-        except ValueError:
-            return None
-    return None

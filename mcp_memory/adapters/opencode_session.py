@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import NeutralSession
+from .base import NeutralSession, epoch_ms
 from .opencode_read import AGENT
-from .opencode_tools import to_ms
 
 
 def native_session(session: NeutralSession) -> dict[str, Any] | None:
@@ -29,12 +28,12 @@ def title(session: NeutralSession) -> str:
 
 
 def first_time(session: NeutralSession) -> int | None:
-    times = [to_ms(m.created_at) for m in session.messages if m.created_at]
+    times = [epoch_ms(m.created_at) for m in session.messages if m.created_at]
     return min(times) if times else None
 
 
 def last_time(session: NeutralSession) -> int | None:
-    times = [to_ms(m.created_at) for m in session.messages if m.created_at]
+    times = [epoch_ms(m.created_at) for m in session.messages if m.created_at]
     return max(times) if times else None
 
 

@@ -9,11 +9,10 @@ sessions in `shared/fixtures/real/opencode/` show.
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from typing import Any
 
 from ..models import MessageIn, ToolCall
-from .base import MappingReport
+from .base import MappingReport, epoch_ms
 from .opencode_read import INTERRUPTED
 
 TOOL_NAMES = {  # other agents' tool names → OpenCode's built-in ones
@@ -50,16 +49,6 @@ PROVIDERS = (
 )
 
 
-def to_ms(value: Any) -> int | None:
-    if isinstance(value, datetime):
-        return int(value.timestamp() * 1000)
-    if isinstance(value, str):
-        try:
-            return int(datetime.fromisoformat(value).timestamp() * 1000)
-        except ValueError:
-            return None
-    return None
-
 
 def tool_part(
     call: ToolCall | None,
@@ -77,7 +66,7 @@ def tool_part(
     arguments = _tool_input(report, call.function.arguments if call else "{}")
     if native_name != name:
         arguments = _camel_keys(report, arguments)
-    end = max(start, to_ms(result.created_at) or start) if result else start
+    end = max(start, epoch_ms(result.created_at) or start) if result else start
     state: dict[str, Any] = {"input": arguments, "time": {"start": start, "end": end}}
     if result is None:
         state.update(status="error", error=INTERRUPTED)

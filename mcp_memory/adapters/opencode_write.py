@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..models import MessageIn, ToolCall
-from .base import MappingReport, NeutralSession, WriteOptions
+from .base import MappingReport, NeutralSession, WriteOptions, epoch_ms
 from .opencode_ids import IdMinter
 from .opencode_read import AGENT
 from .opencode_session import first_time, last_time, native_session, title
-from .opencode_tools import guess_provider, to_ms, tokens_from_usage, tool_part
+from .opencode_tools import guess_provider, tokens_from_usage, tool_part
 
 TARGET_VERSION = "1.18.33"
 DEFAULT_AGENT = "build"
@@ -64,7 +64,7 @@ def render(session: NeutralSession, options: WriteOptions, report: MappingReport
 def _session_info(writer: _Writer) -> dict[str, Any]:
     session = writer.session
     native = native_session(session)
-    start = to_ms(session.meta.get("created_at")) or first_time(session) or 0
+    start = epoch_ms(session.meta.get("created_at")) or first_time(session) or 0
     writer.clock = start
     if native:
         writer.session_id = native["info"]["id"]
@@ -87,7 +87,7 @@ def _session_info(writer: _Writer) -> dict[str, Any]:
 
 def _tick(writer: _Writer, message: MessageIn) -> int:
     """Message times never go backwards (OpenCode orders messages by time_created, then id)."""
-    writer.clock = max(writer.clock, to_ms(message.created_at) or writer.clock)
+    writer.clock = max(writer.clock, epoch_ms(message.created_at) or writer.clock)
     return writer.clock
 
 
