@@ -18,8 +18,8 @@ APPLICATION_NAME_MAX = 63  # PostgreSQL truncates application_name to NAMEDATALE
 
 
 def host_application_name(purpose: str = "mcp-memory") -> str:
-    """`<purpose>@<host>`: the connection's application_name, which the audit column
-    messages.written_host records by default (so every message says which host wrote it)."""
+    """`<purpose>@<host>`: the connection's application_name, shown in pg_stat_activity and by
+    `token list`. Client-chosen, so nothing stored trusts it: the audit column is written_by (the role)."""
     name = f"{purpose}@{socket.gethostname()}"
     return name.encode()[:APPLICATION_NAME_MAX].decode(errors="ignore")
 

@@ -51,17 +51,21 @@ def test_read_write_across_projects(world: dict[str, str], make_token) -> None:
             assert count(conn, table) == 1, table
         assert count(conn, "messages") == 2
         assert conn.execute("SELECT DISTINCT project_id FROM messages").fetchall() == [("A",)]
-        # writes: own project yes, other project no
-        conn.execute("UPDATE sessions SET title = 'mine' WHERE session_id = %s", (world["A"],))
-        assert conn.execute("UPDATE sessions SET title = 'theirs' WHERE session_id = %s",
-                            (world["B"],)).rowcount == 0
+        # writes go through the database's functions only: own project yes, other project no
+        conn.execute("SELECT mm_update_session_meta(%s, '{\"k\": 1}', '{}', true, 'mine', false, NULL)",
+                     (world["A"],))
+        with pytest.raises(psycopg.Error, match="does not exist"):
+            conn.execute("SELECT mm_update_session_meta(%s, '{}', '{}', true, 'theirs', false, NULL)", (world["B"],))
+        with pytest.raises(psycopg.Error, match="may not write project B"):
+            conn.execute("SELECT mm_create_session('ses_00000000-0000-4000-8000-000000000001', 'B', NULL, NULL, '{}')")
+        conn.execute("SELECT mm_create_session('ses_00000000-0000-4000-8000-000000000002', 'A', NULL, NULL, '{}')")
+        for statement in ("UPDATE sessions SET title = 'direct' WHERE session_id = %s",
+                          "UPDATE sessions SET project_id = 'B' WHERE session_id = %s"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):  # even in its own project
+                conn.execute(statement, (world["A"],))
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute("INSERT INTO sessions (session_id, project_id) VALUES "
-                         "('ses_00000000-0000-4000-8000-000000000001', 'B')")
-        conn.execute("INSERT INTO sessions (session_id, project_id) VALUES "
-                     "('ses_00000000-0000-4000-8000-000000000002', 'A')")
-        with pytest.raises(psycopg.errors.InsufficientPrivilege):  # moving a row out of scope
-            conn.execute("UPDATE sessions SET project_id = 'B' WHERE session_id = %s", (world["A"],))
+                         "('ses_00000000-0000-4000-8000-000000000003', 'A')")
 
 
 def test_history_is_append_only_and_audit_columns_are_set_by_the_server(world: dict[str, str], make_token) -> None:
@@ -190,9 +194,8 @@ def test_core_through_a_token(world: dict[str, str], make_token, settings) -> No
     finally:
         svc.db.close()
     with psycopg.connect(settings.dsn) as conn:
-        who = conn.execute("SELECT written_by, written_host FROM messages WHERE session_id = %s",
-                           (mine.session_id,)).fetchone()
-    assert who[0] == host_a.role and who[1].startswith("mcp-memory test")
+        who = conn.execute("SELECT written_by FROM messages WHERE session_id = %s", (mine.session_id,)).fetchone()
+    assert who[0] == host_a.role
 
 
 def test_core_batch_append_through_a_token(world: dict[str, str], make_token, settings) -> None:

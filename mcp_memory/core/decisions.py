@@ -99,28 +99,14 @@ def record(
             raise NotFound(f"session {session_id} does not exist")
         if message_seq is not None and message_seq > session.last_seq:
             raise Invalid(f"message_seq {message_seq} is beyond the session's last seq ({session.last_seq})")
-        store = MemoryStore(conn)
-        if supersedes is not None:
-            _supersede(store, supersedes, decision_id, session.project_id)
-        created = store.insert_decision(
+        if supersedes is not None and not isinstance(supersedes, str):
+            raise Invalid("supersedes must be a decision id (dec_…)")
+        created = MemoryStore(conn).insert_decision(
             session_id=session_id, decision_id=decision_id, project_id=session.project_id, message_seq=message_seq,
             decision_type=decision_type, summary=summary, status=status, rationale=rationale, alternatives=alts,
             supersedes=supersedes, metadata=check_metadata(metadata), visibility=visibility, tsv=doc.tsv,
         )
     return DecisionCreated(decision_id=created.decision_id, version=created.version)
-
-
-def _supersede(store: MemoryStore, old_id: Any, new_id: str, project_id: str) -> None:
-    if not isinstance(old_id, str):
-        raise Invalid("supersedes must be a decision id (dec_…)")
-    old = store.lock_decision(old_id)
-    if old is None:
-        raise NotFound(f"decision {old_id} does not exist")
-    if old.project_id != project_id:
-        raise Invalid(f"decision {old_id} belongs to another project ({old.project_id})")
-    if old.superseded_by is not None:
-        raise Conflict(f"decision {old_id} was already superseded by {old.superseded_by}")
-    store.supersede(old_id, new_id)
 
 
 def update(
@@ -137,7 +123,7 @@ def update(
     extra = check_metadata(metadata)
     with db.transaction() as conn:
         store = MemoryStore(conn)
-        current = store.lock_decision(decision_id)
+        current = store.get_decision(decision_id)
         if current is None:
             raise NotFound(f"decision {decision_id} does not exist")
         if current.version != expected_version:
@@ -152,9 +138,8 @@ def update(
         }
         fields["tsv"] = index_text(decision_text(current.decision_type, fields["summary"], fields["rationale"],
                                                  fields["alternatives"])).tsv
-        version = store.update_decision(decision_id, expected_version, **fields)
-    assert version is not None  # the row is locked and its version checked above
-    return version
+        # the database checks the version again under the row lock: a change in between is a conflict
+        return store.update_decision(decision_id, expected_version, **fields)
 
 
 def get(db: Database, decision_id: str) -> Decision:

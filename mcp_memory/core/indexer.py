@@ -159,8 +159,7 @@ class Indexer:
                 up_to = min(mark.last_seq, mark.indexed_seq + PASS_LIMIT)
                 rows = store.unindexed_messages(session_id, after_seq=mark.indexed_seq, up_to_seq=up_to,
                                                 limit=PASS_LIMIT)
-                store.index_messages(session_id, mark.project_id, _index_rows(rows, background))
-                store.set_watermark(session_id, mark.project_id, indexed_seq=up_to, stored_seq=mark.last_seq)
+                store.index_pass(session_id, _index_rows(rows, background), indexed_seq=up_to)
             done += len(rows)
             if up_to >= mark.last_seq:
                 return done

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import json
+import re
+from decimal import Decimal
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -12,13 +13,14 @@ from datetime import datetime
 from typing import Any
 
 import orjson
+from psycopg import Connection
 from pydantic import ValidationError
 
 from ..errors import Conflict, Invalid, NotFound
 from ..models import Message, MessageIn, format_time, parse_message, size_error
 from ..records import AppendManyResult, Page
 from ..store.db import Database
-from ..store.repo import AppendRaced, NewMessage, Store
+from ..store.repo import COPY_FROM, AppendRaced, NewMessage, Store, copy_allowed
 from .sanitize import Cleaner
 
 MAX_BATCH = 10_000
@@ -98,87 +100,98 @@ def _prepare(raw: Sequence[Any], *, max_bytes: int, cleaner: Cleaner, field: str
 
 def canonical_json(payload: dict[str, Any]) -> bytes:
     """Sorted keys, no spaces, UTF-8: the same payload always gives the same bytes (and hash),
-    whatever key order a client or jsonb used."""
+    whatever key order a client or jsonb used. The database computes the same bytes from a stored
+    payload (mm_canonical_json, migration 0007): numbers are written as PostgreSQL's numeric type
+    prints them, so a float in exponent form (1e-07) becomes plain digits (0.0000001)."""
     try:
-        return orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)
-    except (orjson.JSONEncodeError, TypeError):  # integers beyond 64 bits: the slow, exact path
-        return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+        text = orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)
+    except (orjson.JSONEncodeError, TypeError):  # integers beyond 64 bits
+        return _canonical_slow(payload)
+    if _EXPONENT.search(text) or b"-0.0" in text:  # rare: maybe a float PostgreSQL prints otherwise
+        return _canonical_slow(payload)
+    return text
+
+
+_EXPONENT = re.compile(rb"[0-9]e[-+]?[0-9]")
+
+
+def _canonical_slow(payload: Any) -> bytes:
+    return orjson.dumps(_as_numeric(payload), option=orjson.OPT_SORT_KEYS)
+
+
+def _as_numeric(value: Any) -> Any:
+    """Numbers as PostgreSQL's numeric prints them (plain digits, no -0), as pre-rendered JSON."""
+    if isinstance(value, float):
+        text = format(Decimal(repr(value)), "f")
+        return orjson.Fragment(text.lstrip("-") if Decimal(text) == 0 else text)
+    if isinstance(value, int) and not isinstance(value, bool) and not -2**63 <= value < 2**64:
+        return orjson.Fragment(str(value))
+    if isinstance(value, dict):
+        return {k: _as_numeric(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_as_numeric(v) for v in value]
+    return value
 
 
 def payload_digest(payload: dict[str, Any]) -> bytes:
     return hashlib.sha256(canonical_json(payload)).digest()
 
 
-OPTIMISTIC_FROM = 64  # batches at least this big are first stored without looking up their append_ids
-
-
 def append(db: Database, session_id: str, batch: list[Prepared]) -> AppendManyResult:
-    """Store a batch in one transaction. Seq = last_seq + 1 … under the session row lock.
-    The search index follows in a transaction of its own (core/indexer.py).
+    """Store a batch in one transaction through the database's append function, which allocates
+    seq = last_seq + 1 … under the session row lock and checks append_ids and payload hashes
+    (migration 0007). The search index follows in a transaction of its own (core/indexer.py).
 
-    A big batch (an import) is usually all new: it is first stored without looking up its
-    append_ids, and UNIQUE (session_id, append_id) catches one that is not; then it is stored
-    again the careful way, where the stored ones come back as duplicates."""
-    look_up = len(batch) < OPTIMISTIC_FROM or len({p.append_id for p in batch}) < len(batch)
-    for _ in range(2):
+    An owner's big batch (an import into the embedded default) is copied instead: see _copy."""
+    if len(batch) >= COPY_FROM:
         try:
-            return _append_once(db, session_id, batch, look_up=look_up)
+            with db.transaction() as conn:
+                if copy_allowed(conn):
+                    return _copy(conn, session_id, batch)
         except AppendRaced:
-            # A stored append_id, or another transaction stored one while we waited for the
-            # session lock (our snapshot could not see it): now it is visible as a duplicate.
-            look_up = True
-    return _append_once(db, session_id, batch, look_up=True)
-
-
-def _append_once(db: Database, session_id: str, batch: list[Prepared], *, look_up: bool) -> AppendManyResult:
-    if len(batch) == 1:
-        return _append_single(db, session_id, batch[0])
+            pass  # an append_id stored meanwhile: the append function sees it as a duplicate
     with db.transaction() as conn:
-        store = Store(conn)
-        locked = store.lock_session(session_id, [p.append_id for p in batch] if look_up else [])
-        if locked is None:
-            raise NotFound(f"session {session_id} does not exist")
-        project_id, last_seq, existing = locked.project_id, locked.last_seq, locked.existing
-        seqs: list[int] = []
-        duplicates: list[bool] = []
-        rows: list[NewMessage] = []
-        for item in batch:
-            if item.append_id in existing:
-                seq, digest = existing[item.append_id]
-                if digest != item.digest:
-                    raise Conflict(f"append_id {item.append_id} was already used with a different payload (seq {seq})")
-                seqs.append(seq)
-                duplicates.append(True)
-                continue
-            last_seq += 1
-            existing[item.append_id] = (last_seq, item.digest)
-            rows.append(NewMessage(last_seq, item.append_id, item.role, item.payload_json, item.digest,
-                                   item.created_at))
-            seqs.append(last_seq)
-            duplicates.append(False)
-        if rows:
-            with store.final_writes(commit=len(rows) == 1):  # one round trip for a single message
-                store.insert_messages(session_id, project_id, rows, last_seq=last_seq, now=locked.now)
+        stored = Store(conn).append_many(session_id, [_new(p) for p in batch])
     return AppendManyResult(
-        seqs=seqs,
-        duplicates=duplicates,
+        seqs=[seq for seq, _ in stored],
+        duplicates=[duplicate for _, duplicate in stored],
         append_ids=[p.append_id for p in batch],
         redacted=sum(p.redacted for p in batch),
     )
 
 
-def _append_single(db: Database, session_id: str, item: Prepared) -> AppendManyResult:
-    """The common case, an agent's turn: one statement and its COMMIT in one round trip."""
-    with db.transaction() as conn:
-        project_id, seq, stored_seq, stored_hash = Store(conn).append_one(session_id, NewMessage(
-            0, item.append_id, item.role, item.payload_json, item.digest, item.created_at))
-    if project_id is None:
+def _new(item: Prepared, seq: int = 0) -> NewMessage:
+    return NewMessage(seq, item.append_id, item.role, item.payload_json, item.digest, item.created_at)
+
+
+def _copy(conn: Connection, session_id: str, batch: list[Prepared]) -> AppendManyResult:
+    """COPY, for an owner: the session row lock, the batch's stored append_ids (duplicates or
+    conflicts), then the new rows at last_seq + 1 …, all in the caller's transaction."""
+    store = Store(conn)
+    locked = store.lock_session(session_id, [p.append_id for p in batch])
+    if locked is None:
         raise NotFound(f"session {session_id} does not exist")
-    duplicate = seq is None
-    if duplicate and stored_hash != item.digest:
-        raise Conflict(f"append_id {item.append_id} was already used with a different payload (seq {stored_seq})")
-    return AppendManyResult(seqs=[stored_seq if duplicate else seq], duplicates=[duplicate],
-                            append_ids=[item.append_id], redacted=item.redacted)
+    last_seq, existing = locked.last_seq, locked.existing
+    seqs: list[int] = []
+    duplicates: list[bool] = []
+    rows: list[NewMessage] = []
+    for item in batch:
+        if item.append_id in existing:
+            seq, digest = existing[item.append_id]
+            if digest != item.digest:
+                raise Conflict(f"append_id {item.append_id} was already used with a different payload (seq {seq})")
+            seqs.append(seq)
+            duplicates.append(True)
+            continue
+        last_seq += 1
+        existing[item.append_id] = (last_seq, item.digest)
+        rows.append(_new(item, last_seq))
+        seqs.append(last_seq)
+        duplicates.append(False)
+    if rows:
+        store.copy_messages(session_id, locked.project_id, rows, last_seq=last_seq, now=locked.now)
+    return AppendManyResult(seqs=seqs, duplicates=duplicates, append_ids=[p.append_id for p in batch],
+                            redacted=sum(p.redacted for p in batch))
 
 
 def read(db: Database, session_id: str, *, after_seq: int, limit: int) -> Page:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ..errors import Invalid, NotFound
@@ -21,13 +20,7 @@ def create(db: Database, session_id: str, commit_msg: str, meta: dict[str, Any] 
     if len(commit_msg) > MAX_COMMIT_MSG:
         raise Invalid(f"commit_msg must be at most {MAX_COMMIT_MSG} characters")
     with db.transaction() as conn:
-        store = Store(conn)
-        snapshot = store.insert_snapshot(session_id, commit_msg, check_meta(meta))
-        if snapshot is None:
-            raise NotFound(f"session {session_id} does not exist")
-        job_id = store.insert_export_job(snapshot)
-        store.notify_export(json.dumps({"job_id": job_id, "snapshot_id": snapshot.snapshot_id}))
-    return snapshot
+        return Store(conn).insert_snapshot(session_id, commit_msg, check_meta(meta))
 
 
 def list_(db: Database, session_id: str) -> list[Snapshot]:
@@ -48,20 +41,13 @@ def fork(db: Database, snapshot_id: Any, meta: dict[str, Any] | None = None) -> 
         if snapshot is None:
             raise NotFound(f"snapshot {snapshot_id} does not exist")
         parent = store.get_session(snapshot.session_id)
-        assert parent is not None  # foreign key
+        if parent is None:  # a snapshot row of a session this role cannot read
+            raise NotFound(f"snapshot {snapshot_id} does not exist")
         merged = {**parent.meta, **meta, "forked_from": {"session_id": parent.session_id,
                                                           "snapshot_id": snapshot_id,
                                                           "seq": snapshot.up_to_seq}}
-        child = store.insert_session(
-            session_id=new_session_id(),
-            project_id=parent.project_id,
-            agent_source=merged.get("agent_source"),
-            title=merged.get("title"),
-            meta=merged,
-            parent_session_id=parent.session_id,
-            fork_seq=snapshot.up_to_seq,
-            parent_snapshot_id=snapshot_id,
-        )
+        child = store.fork_session(snapshot_id=snapshot_id, session_id=new_session_id(),
+                                   agent_source=merged.get("agent_source"), title=merged.get("title"), meta=merged)
     return Forked(session_id=child.session_id, parent_snapshot_id=snapshot_id)
 
 

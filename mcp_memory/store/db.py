@@ -15,7 +15,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..config import Settings
 from ..credentials import mask_dsn, with_password
-from ..errors import Invalid, McpMemoryError, Unavailable
+from ..errors import Conflict, Forbidden, Invalid, McpMemoryError, NotFound, Unavailable
 from . import embedded, migrate
 
 log = logging.getLogger(__name__)
@@ -156,6 +156,11 @@ def _mark_used(conn: psycopg.Connection) -> None:
     _last_used[conn] = time.monotonic()
 
 
+FUNCTION_ERRORS: dict[str, type[McpMemoryError]] = {
+    "MM400": Invalid, "MM403": Forbidden, "MM404": NotFound, "MM409": Conflict,
+}
+
+
 @contextmanager
 def translate_errors() -> Iterator[None]:
     """Driver failures → McpMemoryError, once, with the cause attached."""
@@ -165,14 +170,24 @@ def translate_errors() -> Iterator[None]:
         raise
     except PoolTimeout as exc:
         raise Unavailable("database unreachable, retry later (no connection within the timeout)") from exc
-    except psycopg.errors.UndefinedTable as exc:
-        raise Unavailable(f"the database schema is missing ({exc.diag.message_primary}): run `mcp-memory db migrate`") from exc
-    except psycopg.errors.InsufficientPrivilege as exc:
-        from ..errors import Forbidden
+    except psycopg.Error as exc:
+        mapped = _translate(exc)
+        if mapped is None:
+            raise
+        raise mapped from exc
 
-        raise Forbidden(exc.diag.message_primary or "permission denied") from exc
-    except psycopg.DataError as exc:  # e.g. U+0000 in a text argument: the input, not the server
-        raise Invalid(f"a value cannot be stored: {str(exc).splitlines()[0]}") from exc
-    except psycopg.OperationalError as exc:
+
+def _translate(exc: psycopg.Error) -> McpMemoryError | None:
+    message = exc.diag.message_primary or (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    if exc.sqlstate in FUNCTION_ERRORS:  # raised by the write functions (migration 0007)
+        return FUNCTION_ERRORS[exc.sqlstate](message)
+    if isinstance(exc, psycopg.errors.UndefinedTable):
+        return Unavailable(f"the database schema is missing ({message}): run `mcp-memory db migrate`")
+    if isinstance(exc, psycopg.errors.InsufficientPrivilege):
+        return Forbidden(message or "permission denied")
+    if isinstance(exc, psycopg.DataError):  # e.g. U+0000 in a text argument: the input, not the server
+        return Invalid(f"a value cannot be stored: {str(exc).splitlines()[0]}")
+    if isinstance(exc, psycopg.OperationalError):
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise Unavailable(f"database unreachable, retry later ({mask_dsn(reason)})") from exc
+        return Unavailable(f"database unreachable, retry later ({mask_dsn(reason)})")
+    return None

@@ -68,11 +68,7 @@ class EmbeddingStore:
 
     def register_model(self, model: str, dim: int) -> int:
         """Record the model (first use creates its HNSW index); returns the dimension on record."""
-        self.conn.execute(q("embed_model_add"), {"model": model, "dim": dim})
-        recorded = self.model_dim(model)
-        if recorded == dim:
-            self.conn.execute(q("embed_model_index"), {"model": model, "dim": dim})
-        return recorded if recorded is not None else dim
+        return int(self._all(q("embed_model_add"), {"model": model, "dim": dim})[0]["dim"])
 
     def pending_sessions(self, model: str, project_id: str | None, limit: int) -> list[PendingSession]:
         rows = self._all(q("embed_pending_sessions"), {"model": model, "project_id": project_id, "limit": limit})
@@ -86,13 +82,9 @@ class EmbeddingStore:
 
     def store(self, pending: PendingSession, model: str, rows: Sequence[EmbeddingRow], done_seq: int) -> None:
         """Store vectors and move the watermark, in the caller's transaction."""
-        if rows:
-            self.conn.execute(q("embed_store"), {
-                "session_id": pending.session_id, "project_id": pending.project_id, "model": model,
-                "seqs": [r.seq for r in rows], "kinds": [r.kind for r in rows],
-                "vectors": [vector_literal(r.vector) for r in rows]})
-        self.conn.execute(q("embed_watermark"), {
-            "model": model, "session_id": pending.session_id, "project_id": pending.project_id,
+        self.conn.execute(q("embed_store"), {
+            "session_id": pending.session_id, "model": model, "seqs": [r.seq for r in rows],
+            "kinds": [r.kind for r in rows], "vectors": [vector_literal(r.vector) for r in rows],
             "done_seq": done_seq})
 
     def counts(self, model: str, project_id: str | None) -> tuple[int, int]:

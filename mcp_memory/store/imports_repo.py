@@ -7,6 +7,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
+from ..errors import Conflict
 from ..records import Session
 from .repo import Store
 from .sql import q
@@ -21,7 +22,8 @@ def ensure_session(
         "session_id": session_id, "project_id": project_id, "agent_source": agent_source, "title": title,
         "meta": Jsonb(meta),
     })
-    created = cur.rowcount == 1
+    created = cur.fetchone() is not None
     session = Store(conn).get_session(session_id)
-    assert session is not None
+    if session is None:  # the derived id is taken in a project this role cannot read
+        raise Conflict(f"session {session_id} exists in another project")
     return session, created

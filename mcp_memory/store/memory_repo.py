@@ -20,22 +20,17 @@ class MemoryStore(Statements):
         assert row is not None  # INSERT … RETURNING
         return decision_record(row)
 
-    def lock_decision(self, decision_id: str) -> Decision | None:
-        row = self._one("decision_lock", {"decision_id": decision_id})
-        return decision_record(row) if row else None
-
     def get_decision(self, decision_id: str) -> Decision | None:
         row = self._one("decision_get", {"decision_id": decision_id})
         return decision_record(row) if row else None
 
-    def supersede(self, decision_id: str, superseded_by: str) -> None:
-        self.conn.execute(q("decision_supersede"), {"decision_id": decision_id, "superseded_by": superseded_by})
-
-    def update_decision(self, decision_id: str, expected_version: int, **fields: Any) -> int | None:
+    def update_decision(self, decision_id: str, expected_version: int, **fields: Any) -> int:
+        """The new version; [conflict] when the version moved (checked by the database)."""
         params = {**fields, "decision_id": decision_id, "expected_version": expected_version,
                   "alternatives": Jsonb(fields["alternatives"]), "metadata": Jsonb(fields["metadata"])}
         row = self._one("decision_update", params)
-        return row["version"] if row else None
+        assert row is not None  # a function call returns one row
+        return int(row["version"])
 
     def search_decisions(self, params: dict[str, Any]) -> list[Decision]:
         # unprepared: the optional filters must be planned with their actual values
@@ -43,7 +38,6 @@ class MemoryStore(Statements):
 
     # session context ----------------------------------------------------------------------------
     def set_context(self, session_id: str, key: str, value: Any) -> tuple[int, str] | None:
-        self.conn.execute(q("context_lock"), {"session_id": session_id, "key": key})
         row = self._one("context_insert", {"session_id": session_id, "key": key, "value": Jsonb(value)})
         return (row["revision"], format_time(row["created_at"])) if row else None
 

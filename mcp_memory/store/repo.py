@@ -5,9 +5,7 @@ Only this module (and its siblings in store/) touches psycopg; it returns record
 
 from __future__ import annotations
 
-import weakref
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -20,7 +18,6 @@ from ..records import Session, Snapshot
 from .sql import Statements, q
 
 COPY_FROM = 64  # batches of at least this many messages are stored with COPY where it is allowed
-_copy_allowed: weakref.WeakKeyDictionary[psycopg.Connection, bool] = weakref.WeakKeyDictionary()
 
 
 COPY_TYPES = ["text", "int8", "text", "text", "text", "jsonb", "bytea", "timestamptz"]
@@ -32,17 +29,14 @@ def _as_is(text: str) -> str:
 
 
 def copy_allowed(conn: psycopg.Connection) -> bool:
-    """COPY is 2× faster than INSERT … unnest for a batch, but PostgreSQL refuses COPY FROM where
-    row-level security applies (host tokens): there the batch is inserted. Asked once per connection."""
-    allowed = _copy_allowed.get(conn)
-    if allowed is None:
-        allowed = not conn.execute("SELECT row_security_active('messages')").fetchone()[0]
-        _copy_allowed[conn] = allowed
-    return allowed
+    """COPY is 2× faster than the append function for a big batch, but only an owner may write
+    tables directly (row-level security, and the token roles' missing INSERT right, apply to
+    everyone else). Asked per batch: a pooled connection may change role per transaction."""
+    return not conn.execute("SELECT row_security_active('messages')").fetchone()[0]
 
 
 class AppendRaced(Exception):
-    """A concurrent transaction stored one of the batch's append_ids first (see lock_session)."""
+    """A concurrent transaction stored one of a COPY batch's append_ids first (see lock_session)."""
 
 
 @dataclass(frozen=True)
@@ -86,30 +80,33 @@ class Store(Statements):
     # sessions ---------------------------------------------------------------------------------
     def insert_session(self, **fields: Any) -> Session:
         fields["meta"] = Jsonb(fields["meta"])
-        fields.setdefault("parent_session_id", None)
-        fields.setdefault("fork_seq", None)
-        fields.setdefault("parent_snapshot_id", None)
         return session_record(self._one("insert_session", fields))
+
+    def fork_session(self, *, snapshot_id: int, session_id: str, agent_source: str | None, title: str | None,
+                     meta: dict[str, Any]) -> Session:
+        return session_record(self._one("fork_session", {
+            "snapshot_id": snapshot_id, "session_id": session_id, "agent_source": agent_source, "title": title,
+            "meta": Jsonb(meta)}))
 
     def get_session(self, session_id: str) -> Session | None:
         row = self._one("get_session", {"session_id": session_id})
         return session_record(row) if row else None
 
-    def append_one(self, session_id: str, row: NewMessage) -> tuple[str | None, int | None, int | None, bytes | None]:
-        """Store one message, committed, in one round trip (query append_one): the statement is its
-        own transaction (autocommit), with no BEGIN or COMMIT to send (0.35 ms instead of 0.57 ms
-        with both in a pipeline). Returns (project_id or None when no such session, the new seq,
-        or the stored seq and hash of its append_id). Call it on an idle connection."""
-        self.conn.autocommit = True
+    def append_many(self, session_id: str, rows: Sequence[NewMessage]) -> list[tuple[int, bool]]:
+        """Store messages through the database's append function (seq, duplicate and hash checks
+        happen there, migration 0007): (seq, duplicate) per message. A lone message runs as its own
+        autocommit statement (no BEGIN/COMMIT round trip); call it on an idle connection then."""
+        params = {"session_id": session_id, "append_ids": [r.append_id for r in rows],
+                  "roles": [r.role for r in rows], "payloads": [r.payload_json for r in rows],
+                  "hashes": [r.payload_hash for r in rows], "created": [r.created_at for r in rows]}
+        single = len(rows) == 1 and not self.conn.info.transaction_status
+        if single:
+            self.conn.autocommit = True
         try:
-            project_id, seq, stored_seq, stored_hash = self.conn.execute(q("append_one"), {
-                "session_id": session_id, "append_id": row.append_id, "role": row.role,
-                "payload": row.payload_json, "payload_hash": row.payload_hash, "created_at": row.created_at}).fetchone()
-        except psycopg.errors.UniqueViolation as exc:
-            raise AppendRaced(exc.diag.message_primary or str(exc)) from exc
+            return [(seq, duplicate) for seq, duplicate in self.conn.execute(q("append_many"), params).fetchall()]
         finally:
-            self.conn.autocommit = False
-        return project_id, seq, stored_seq, bytes(stored_hash) if stored_hash is not None else None
+            if single:
+                self.conn.autocommit = False
 
     def lock_session(
         self, session_id: str, append_ids: Sequence[str]
@@ -151,45 +148,20 @@ class Store(Statements):
         return session_record(row) if row else None
 
     # messages ---------------------------------------------------------------------------------
-    def insert_messages(self, session_id: str, project_id: str, rows: Sequence[NewMessage], *, last_seq: int,
-                        now: datetime) -> None:
-        """Insert the rows and move the session's last_seq (run it inside `final_writes()`).
-        `now`: the transaction's time, for rows without a created_at of their own."""
-        if len(rows) >= COPY_FROM and copy_allowed(self.conn):
+    def copy_messages(self, session_id: str, project_id: str, rows: Sequence[NewMessage], *, last_seq: int,
+                      now: datetime) -> None:
+        """An owner's big batch: COPY the rows and move the session's last_seq (run it after
+        `lock_session`, in the same transaction). `now`: the transaction's time, for rows without a
+        created_at of their own."""
+        try:
             with self.conn.cursor() as cur, cur.copy(q("copy_messages")) as copy:
                 copy.set_types(COPY_TYPES)
                 for r in rows:
                     copy.write_row((session_id, r.seq, project_id, r.append_id, r.role,
                                     Jsonb(r.payload_json, dumps=_as_is), r.payload_hash, r.created_at or now))
-        elif len(rows) == 1:
-            row = rows[0]
-            self.conn.execute(q("insert_message"), {
-                "session_id": session_id, "seq": row.seq, "project_id": project_id,
-                "append_id": row.append_id, "role": row.role, "payload": row.payload_json,
-                "payload_hash": row.payload_hash, "created_at": row.created_at})
-        else:
-            self.conn.execute(q("insert_messages"), {
-                "session_id": session_id, "project_id": project_id,
-                "seqs": [r.seq for r in rows], "append_ids": [r.append_id for r in rows],
-                "roles": [r.role for r in rows], "payloads": [r.payload_json for r in rows],
-                "hashes": [r.payload_hash for r in rows], "created": [r.created_at for r in rows]})  # arrays go as %b (binary): no per-element quoting in Python
-        self.set_last_seq(session_id, last_seq)
-
-    @contextmanager
-    def final_writes(self, *, commit: bool) -> Iterator[None]:
-        """The transaction's last statements; with `commit` (a small write) they go together with
-        the COMMIT in one round trip (pipeline mode), a batch runs them one by one (COPY cannot run
-        in a pipeline, and a multi-megabyte batch followed by COMMIT in one pipeline can stall).
-        A lost append_id race surfaces as AppendRaced."""
-        try:
-            if commit:
-                with self.conn.pipeline():
-                    yield
-                    self.conn.commit()
-            else:
-                yield
         except psycopg.errors.UniqueViolation as exc:
             raise AppendRaced(exc.diag.message_primary or str(exc)) from exc
+        self.set_last_seq(session_id, last_seq)
 
     def set_last_seq(self, session_id: str, last_seq: int) -> None:
         self.conn.execute(q("set_last_seq"), {"session_id": session_id, "last_seq": last_seq})
@@ -208,17 +180,10 @@ class Store(Statements):
         return [StoredRow(*row) for row in self.conn.execute(q("read_range"), params).fetchall()]
 
     # snapshots --------------------------------------------------------------------------------
-    def insert_snapshot(self, session_id: str, commit_msg: str, meta: dict[str, Any]) -> Snapshot | None:
-        row = self._one("insert_snapshot", {"session_id": session_id, "commit_msg": commit_msg, "meta": Jsonb(meta)})
-        return snapshot_record(row) if row else None
-
-    def insert_export_job(self, snapshot: Snapshot) -> int:
-        params = {"snapshot_id": snapshot.snapshot_id, "session_id": snapshot.session_id,
-                  "project_id": snapshot.project_id}
-        return self.conn.execute(q("insert_export_job"), params).fetchone()[0]
-
-    def notify_export(self, payload: str) -> None:
-        self.conn.execute(q("notify_export"), {"payload": payload})
+    def insert_snapshot(self, session_id: str, commit_msg: str, meta: dict[str, Any]) -> Snapshot:
+        """The snapshot, its export job and the archiver's wake-up NOTIFY (one database call)."""
+        return snapshot_record(self._one("insert_snapshot", {"session_id": session_id, "commit_msg": commit_msg,
+                                                              "meta": Jsonb(meta)}))
 
     def list_snapshots(self, session_id: str) -> list[Snapshot]:
         return [snapshot_record(row) for row in self._all("list_snapshots", {"session_id": session_id})]

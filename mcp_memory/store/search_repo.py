@@ -83,30 +83,15 @@ class SearchStore(Statements):
     prepare = False  # see the module docstring
 
     # indexing (core/indexer.py, after the append committed) ---------------------------------------
-    def index_messages(self, session_id: str, project_id: str, rows: Sequence[IndexRow]) -> None:
-        if not rows:
-            return
-        if len(rows) == 1:
-            row = rows[0]
-            self.conn.execute(q("search_index_message"), {
-                "session_id": session_id, "seq": row.seq, "project_id": project_id, "role": row.role,
-                "created_at": row.created_at, "doc_len": row.doc.length, "tsv": row.doc.tsv})
-        else:
-            self.conn.execute(q("search_index_messages"), {
-                "session_id": session_id, "project_id": project_id, "seqs": [r.seq for r in rows],
-                "roles": [r.role for r in rows], "created": [r.created_at for r in rows],
-                "doc_lens": [r.doc.length for r in rows], "tsvs": [r.doc.tsv for r in rows]})
-        self.add_stats(session_id, project_id, [row.doc for row in rows])
-
-    def add_stats(self, session_id: str, project_id: str, docs: Sequence[IndexedText]) -> None:
-        df = Counter(term for doc in docs for term in doc.terms)
-        shard = shard_of(session_id)
-        if df:
-            terms = sorted(df)
-            self.conn.execute(q("search_add_term_stats"), {
-                "project_id": project_id, "shard": shard, "terms": terms, "dfs": [df[t] for t in terms]})
-        self.conn.execute(q("search_add_doc_stats"), {
-            "project_id": project_id, "shard": shard, "docs": len(docs), "total_len": sum(d.length for d in docs)})
+    def index_pass(self, session_id: str, rows: Sequence[IndexRow], *, indexed_seq: int) -> None:
+        """Store the index rows of one session, add them to the BM25 statistics and move its
+        watermark to `indexed_seq`, in one database call (the caller holds the indexing lock)."""
+        df = Counter(term for row in rows for term in row.doc.terms)
+        terms = sorted(df)  # sorted: two passes lock shared statistics rows in the same order
+        self.conn.execute(q("search_index_pass"), {
+            "session_id": session_id, "seqs": [r.seq for r in rows], "doc_lens": [r.doc.length for r in rows],
+            "tsvs": [r.doc.tsv for r in rows], "terms": terms, "dfs": [df[t] for t in terms],
+            "shard": shard_of(session_id), "indexed_seq": indexed_seq})
 
     def lock_session_index(self, session_id: str) -> Watermark | None:
         """Take the session's indexing turn (until the transaction ends); None: no such session."""
@@ -118,10 +103,6 @@ class SearchStore(Statements):
         rows = self.conn.execute(q("search_unindexed_messages"), {
             "session_id": session_id, "after_seq": after_seq, "up_to_seq": up_to_seq, "limit": limit}).fetchall()
         return [StoredText(*row) for row in rows]
-
-    def set_watermark(self, session_id: str, project_id: str, *, indexed_seq: int, stored_seq: int) -> None:
-        self.conn.execute(q("search_set_watermark"), {
-            "session_id": session_id, "project_id": project_id, "indexed_seq": indexed_seq, "stored_seq": stored_seq})
 
     def pending_sessions(self, project_id: str | None, limit: int, *, untracked: bool = False) -> list[str]:
         """Sessions whose index is behind; `untracked` also finds those without a progress row

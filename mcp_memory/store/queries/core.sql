@@ -1,16 +1,6 @@
 -- name: insert_session
--- With its search watermark: a fork's own messages start after the fork point.
-WITH s AS (
-    INSERT INTO sessions (session_id, project_id, agent_source, title, meta,
-                          parent_session_id, fork_seq, parent_snapshot_id, last_seq)
-    VALUES (%(session_id)s, %(project_id)s, %(agent_source)s, %(title)s, %(meta)s,
-            %(parent_session_id)s, %(fork_seq)s::bigint, %(parent_snapshot_id)s, coalesce(%(fork_seq)s::bigint, 0))
-    RETURNING *
-), progress AS (
-    INSERT INTO search_progress (session_id, project_id, indexed_seq, stored_seq)
-    SELECT session_id, project_id, last_seq, last_seq FROM s
-)
-SELECT * FROM s;
+-- Writes go through the database's functions (migration 0007), which check the caller's project.
+SELECT * FROM mm_create_session(%(session_id)s, %(project_id)s, %(agent_source)s, %(title)s, %(meta)s);
 
 -- name: get_session
 SELECT * FROM sessions WHERE session_id = %(session_id)s;
@@ -27,45 +17,16 @@ LEFT JOIN messages m ON m.session_id = s.session_id AND m.append_id = ANY(%(appe
 WHERE s.session_id = %(session_id)s
 FOR UPDATE OF s;
 
--- name: append_one
--- One message in one statement, sent together with COMMIT (one round trip): lock the session row,
--- look for the append_id, insert at last_seq + 1 unless it is stored, move last_seq and the search
--- watermark's stored_seq. A row committed by the transaction we waited for is not in this
--- statement's snapshot: the insert then hits UNIQUE (session_id, append_id), as in lock_session.
-WITH s AS (
-    SELECT project_id, last_seq FROM sessions WHERE session_id = %(session_id)s FOR UPDATE
-), dup AS (
-    SELECT seq, payload_hash FROM messages WHERE session_id = %(session_id)s AND append_id = %(append_id)s
-), ins AS (
-    INSERT INTO messages (session_id, seq, project_id, append_id, role, payload, payload_hash, created_at)
-    SELECT %(session_id)s, s.last_seq + 1, s.project_id, %(append_id)s, %(role)s, %(payload)s::jsonb,
-           %(payload_hash)s, coalesce(%(created_at)s, now())
-    FROM s WHERE NOT EXISTS (SELECT 1 FROM dup)
-    RETURNING seq
-), moved AS (
-    UPDATE sessions SET last_seq = ins.seq, updated_at = now() FROM ins WHERE session_id = %(session_id)s
-), progress AS (
-    UPDATE search_progress SET stored_seq = ins.seq FROM ins WHERE session_id = %(session_id)s
-)
-SELECT (SELECT project_id FROM s) AS project_id, (SELECT seq FROM ins) AS seq,
-       (SELECT seq FROM dup) AS stored_seq, (SELECT payload_hash FROM dup) AS stored_hash;
+-- name: append_many
+-- One or more messages: seq = last_seq + 1 … under the session row lock, the duplicate/conflict
+-- check of each append_id and the hash check, in the database (mm_append, migration 0007).
+SELECT seq, duplicate FROM mm_append(%(session_id)s, %(append_ids)b::text[], %(roles)b::text[],
+                                     %(payloads)b::text[], %(hashes)b::bytea[], %(created)b::timestamptz[]);
 
--- name: insert_message
-INSERT INTO messages (session_id, seq, project_id, append_id, role, payload, payload_hash, created_at)
-VALUES (%(session_id)s, %(seq)s, %(project_id)s, %(append_id)s, %(role)s, %(payload)s::jsonb, %(payload_hash)s,
-        coalesce(%(created_at)s, now()));
 
--- name: insert_messages
--- Batches under row-level security (which refuses COPY): INSERT … SELECT FROM unnest.
-INSERT INTO messages (session_id, seq, project_id, append_id, role, payload, payload_hash, created_at)
-SELECT %(session_id)s, m.seq, %(project_id)s, m.append_id, m.role, m.payload::jsonb, m.payload_hash,
-       coalesce(m.created_at, now())
-FROM unnest(%(seqs)b::bigint[], %(append_ids)b::text[], %(roles)b::text[], %(payloads)b::text[],
-            %(hashes)b::bytea[], %(created)b::timestamptz[])
-     AS m(seq, append_id, role, payload, payload_hash, created_at);
 
 -- name: copy_messages
--- Batches, where row-level security does not apply (the embedded default, an owner role).
+-- Big batches of an owner (the embedded default), where row-level security does not apply.
 COPY messages (session_id, seq, project_id, append_id, role, payload, payload_hash, created_at)
 FROM STDIN (FORMAT BINARY);
 
@@ -95,18 +56,10 @@ WHERE session_id = %(session_id)s AND seq > %(after_seq)s AND seq <= %(upper)s
 ORDER BY seq LIMIT %(limit)s;
 
 -- name: insert_snapshot
-INSERT INTO snapshots (session_id, project_id, up_to_seq, commit_msg, meta)
-SELECT session_id, project_id, last_seq, %(commit_msg)s, %(meta)s
-FROM sessions WHERE session_id = %(session_id)s
-RETURNING *;
+-- The pointer, its export job and the archiver's NOTIFY in one call (mm_snapshot, migration 0007).
+SELECT * FROM mm_snapshot(%(session_id)s, %(commit_msg)s, %(meta)s);
 
--- name: insert_export_job
-INSERT INTO export_jobs (snapshot_id, session_id, project_id)
-VALUES (%(snapshot_id)s, %(session_id)s, %(project_id)s)
-RETURNING job_id;
 
--- name: notify_export
-SELECT pg_notify('mcp_memory_export', %(payload)s);
 
 -- name: list_snapshots
 SELECT * FROM snapshots WHERE session_id = %(session_id)s ORDER BY snapshot_id;
@@ -123,10 +76,9 @@ ORDER BY created_at DESC, session_id DESC
 LIMIT %(limit)s;
 
 -- name: update_session_meta
-UPDATE sessions
-SET meta = (meta - %(remove)s::text[]) || %(set)s,
-    title = CASE WHEN %(title_given)s THEN %(title)s ELSE title END,
-    agent_source = CASE WHEN %(agent_given)s THEN %(agent_source)s ELSE agent_source END,
-    updated_at = now()
-WHERE session_id = %(session_id)s
-RETURNING *;
+SELECT * FROM mm_update_session_meta(%(session_id)s, %(set)s, %(remove)s::text[], %(title_given)s, %(title)s,
+                                     %(agent_given)s, %(agent_source)s);
+
+-- name: fork_session
+-- Lineage from the snapshot itself; the caller must read it and write its project (mm_fork).
+SELECT * FROM mm_fork(%(snapshot_id)s, %(session_id)s, %(agent_source)s, %(title)s, %(meta)s);

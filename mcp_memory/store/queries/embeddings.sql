@@ -5,10 +5,9 @@ SELECT to_regclass('message_embeddings') IS NOT NULL AS present;
 SELECT model, dim FROM embedding_models WHERE model = %(model)s;
 
 -- name: embed_model_add
-INSERT INTO embedding_models (model, dim) VALUES (%(model)s, %(dim)s) ON CONFLICT (model) DO NOTHING;
-
--- name: embed_model_index
-SELECT mm_embedding_index(%(model)s, %(dim)s);
+-- Records the model (first use creates its HNSW index); returns the dimension on record
+-- (mm_register_embedding_model, migration 0007: well-known models are pre-registered).
+SELECT mm_register_embedding_model(%(model)s, %(dim)s) AS dim;
 
 -- name: embed_pending_sessions
 -- The queue: sessions with messages past the model's watermark, oldest work first.
@@ -30,16 +29,9 @@ ORDER BY m.seq
 LIMIT %(limit)s;
 
 -- name: embed_store
-INSERT INTO message_embeddings (session_id, seq, model, kind, project_id, embedding)
-SELECT %(session_id)s, e.seq, %(model)s, e.kind, %(project_id)s, e.embedding::vector
-FROM unnest(%(seqs)s::bigint[], %(kinds)s::text[], %(vectors)s::text[]) AS e(seq, kind, embedding)
-ON CONFLICT (session_id, seq, model, kind) DO NOTHING;
-
--- name: embed_watermark
-INSERT INTO embedding_watermarks AS w (model, session_id, project_id, done_seq)
-VALUES (%(model)s, %(session_id)s, %(project_id)s, %(done_seq)s)
-ON CONFLICT (session_id, model)
-DO UPDATE SET done_seq = greatest(w.done_seq, excluded.done_seq), updated_at = now();
+-- Vectors of one session's messages and the model's watermark (mm_store_embeddings).
+SELECT mm_store_embeddings(%(session_id)s, %(model)s, %(seqs)s::bigint[], %(kinds)s::text[], %(vectors)s::text[],
+                           %(done_seq)s);
 
 -- name: embed_counts
 SELECT (SELECT count(*) FROM message_embeddings e

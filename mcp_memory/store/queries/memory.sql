@@ -1,34 +1,20 @@
 -- name: decision_insert
-INSERT INTO decisions (session_id, decision_id, project_id, message_seq, decision_type, summary, status,
-                       rationale, alternatives, supersedes, metadata, visibility, tsv)
-VALUES (%(session_id)s, %(decision_id)s, %(project_id)s, %(message_seq)s, %(decision_type)s, %(summary)s,
-        %(status)s, %(rationale)s, %(alternatives)s, %(supersedes)s, %(metadata)s, %(visibility)s,
-        %(tsv)s::tsvector)
-RETURNING *;
-
--- name: decision_lock
-SELECT d.*, s.agent_source, s.title AS session_title FROM decisions d
-JOIN sessions s ON s.session_id = d.session_id
-WHERE d.decision_id = %(decision_id)s FOR UPDATE OF d;
+-- Through the database (migration 0007): the session must be writable; a superseded decision is
+-- marked in the same call.
+SELECT * FROM mm_record_decision(%(session_id)s, %(decision_id)s, %(message_seq)s, %(decision_type)s, %(summary)s,
+                                 %(status)s, %(rationale)s, %(alternatives)s, %(supersedes)s, %(metadata)s,
+                                 %(visibility)s, %(tsv)s::tsvector);
 
 -- name: decision_get
 SELECT d.*, s.agent_source, s.title AS session_title FROM decisions d
 JOIN sessions s ON s.session_id = d.session_id
 WHERE d.decision_id = %(decision_id)s;
 
--- name: decision_supersede
-UPDATE decisions SET status = 'superseded', superseded_by = %(superseded_by)s, version = version + 1,
-                     updated_at = now()
-WHERE decision_id = %(decision_id)s
-RETURNING version;
-
 -- name: decision_update
--- Optimistic concurrency: the row changes only if nobody moved its version in between.
-UPDATE decisions
-SET status = %(status)s, summary = %(summary)s, rationale = %(rationale)s, alternatives = %(alternatives)s,
-    metadata = %(metadata)s, tsv = %(tsv)s::tsvector, version = version + 1, updated_at = now()
-WHERE decision_id = %(decision_id)s AND version = %(expected_version)s
-RETURNING version;
+-- Optimistic concurrency: the row changes only if nobody moved its version in between; a private
+-- decision only by its author (mm_update_decision, migration 0007).
+SELECT mm_update_decision(%(decision_id)s, %(expected_version)s, %(status)s, %(summary)s, %(rationale)s,
+                          %(alternatives)s, %(metadata)s, %(tsv)s::tsvector) AS version;
 
 -- name: decision_search
 SELECT d.*, s.agent_source, s.title AS session_title,
@@ -51,19 +37,9 @@ WHERE (%(match)s::tsquery IS NULL AND %(like)s::text IS NULL
 ORDER BY score DESC, d.created_at DESC, d.decision_id
 LIMIT %(limit)s;
 
--- name: context_lock
--- Serialises set_context on one key (a hash collision only makes two keys wait for each other) (revision = max + 1) without touching the session row,
--- which appends lock; transaction-scoped, so it is safe behind PgBouncer.
-SELECT pg_advisory_xact_lock(hashtextextended(%(session_id)s || ':' || %(key)s, 0));
-
 -- name: context_insert
-INSERT INTO session_context (session_id, key, revision, project_id, value)
-SELECT s.session_id, %(key)s,
-       coalesce((SELECT max(revision) FROM session_context c
-                 WHERE c.session_id = s.session_id AND c.key = %(key)s), 0) + 1,
-       s.project_id, %(value)s
-FROM sessions s WHERE s.session_id = %(session_id)s
-RETURNING revision, created_at;
+-- A new revision (max + 1) under a per-key transaction lock (mm_set_context, migration 0007).
+SELECT revision, created_at FROM mm_set_context(%(session_id)s, %(key)s, %(value)s);
 
 -- name: context_current
 SELECT DISTINCT ON (key) key, revision, value, created_at FROM session_context

@@ -1,27 +1,8 @@
--- name: search_index_message
-INSERT INTO message_search (session_id, seq, project_id, role, created_at, doc_len, tsv)
-VALUES (%(session_id)s, %(seq)s, %(project_id)s, %(role)s, coalesce(%(created_at)s, now()), %(doc_len)s,
-        %(tsv)s::tsvector);
-
--- name: search_index_messages
--- Batches: INSERT … SELECT FROM unnest (COPY is refused under row-level security).
-INSERT INTO message_search (session_id, seq, project_id, role, created_at, doc_len, tsv)
-SELECT %(session_id)s, m.seq, %(project_id)s, m.role, coalesce(m.created_at, now()), m.doc_len, m.tsv::tsvector
-FROM unnest(%(seqs)b::bigint[], %(roles)b::text[], %(created)b::timestamptz[], %(doc_lens)b::integer[],
-            %(tsvs)b::text[]) AS m(seq, role, created_at, doc_len, tsv);
-
--- name: search_add_term_stats
--- Sorted, so that two transactions lock shared rows in the same order (no deadlock).
-INSERT INTO search_term_stats AS s (project_id, term, shard, df)
-SELECT %(project_id)s, t.term, %(shard)s, t.df
-FROM unnest(%(terms)b::text[], %(dfs)b::bigint[]) AS t(term, df)
-ORDER BY t.term
-ON CONFLICT (term, project_id, shard) DO UPDATE SET df = s.df + excluded.df;
-
--- name: search_add_doc_stats
-INSERT INTO search_doc_stats AS s (project_id, shard, docs, total_len)
-VALUES (%(project_id)s, %(shard)s, %(docs)s, %(total_len)s)
-ON CONFLICT (project_id, shard) DO UPDATE SET docs = s.docs + excluded.docs, total_len = s.total_len + excluded.total_len;
+-- name: search_index_pass
+-- An indexing pass of one session through the database (mm_index_messages, migration 0007): the
+-- rows, the BM25 statistics and the watermark. Role and time come from the stored messages.
+SELECT mm_index_messages(%(session_id)s, %(seqs)b::bigint[], %(doc_lens)b::integer[], %(tsvs)b::text[],
+                         %(terms)b::text[], %(dfs)b::bigint[], %(shard)s::smallint, %(indexed_seq)s);
 
 -- name: search_term_df
 SELECT term, sum(df)::bigint AS df FROM search_term_stats
@@ -96,30 +77,10 @@ WHERE session_id = %(session_id)s AND seq > %(after_seq)s AND seq <= %(up_to_seq
 ORDER BY seq
 LIMIT %(limit)s;
 
--- name: search_set_watermark
-INSERT INTO search_progress AS p (session_id, project_id, indexed_seq, stored_seq)
-VALUES (%(session_id)s, %(project_id)s, %(indexed_seq)s, %(stored_seq)s)
-ON CONFLICT (session_id) DO UPDATE
-SET indexed_seq = greatest(p.indexed_seq, excluded.indexed_seq),
-    stored_seq = greatest(p.stored_seq, excluded.stored_seq), updated_at = now();
-
 -- name: search_forget_session
 -- `reindex --full`, one session under its indexing lock: its index rows go, their counts leave the
--- BM25 statistics, and the watermark returns to the fork point.
-WITH gone AS (
-    DELETE FROM message_search WHERE session_id = %(session_id)s RETURNING project_id, doc_len, tsv
-), terms AS (
-    SELECT g.project_id, u.lexeme AS term, count(*) AS df FROM gone g, unnest(g.tsv) AS u GROUP BY 1, 2
-), term_stats AS (
-    UPDATE search_term_stats s SET df = s.df - t.df FROM terms t
-    WHERE s.term = t.term AND s.project_id = t.project_id AND s.shard = %(shard)s
-), doc_stats AS (
-    UPDATE search_doc_stats d SET docs = d.docs - x.docs, total_len = d.total_len - x.total_len
-    FROM (SELECT project_id, count(*) AS docs, sum(doc_len) AS total_len FROM gone GROUP BY project_id) AS x
-    WHERE d.project_id = x.project_id AND d.shard = %(shard)s
-)
-UPDATE search_progress p SET indexed_seq = coalesce(s.fork_seq, 0), updated_at = now()
-FROM sessions s WHERE s.session_id = p.session_id AND p.session_id = %(session_id)s;
+-- BM25 statistics, and the watermark returns to the fork point (mm_forget_session_index).
+SELECT mm_forget_session_index(%(session_id)s, %(shard)s::smallint);
 
 -- name: search_all_sessions
 SELECT session_id FROM sessions
