@@ -5,6 +5,7 @@ project B — or of A itself. Each test ends by checking that B still works."""
 from __future__ import annotations
 
 import json
+import uuid
 
 import psycopg
 import pytest
@@ -205,3 +206,55 @@ def test_a_session_set_role_by_the_server_writes_as_that_role(world, make_token,
         who = conn.execute("SELECT written_by FROM messages WHERE append_id = 'pooled'").fetchall()
     assert who == [(token.role,)]
     b_still_works(service, world)
+
+
+def test_a_schema_6_database_keeps_its_rows_and_tokens(empty_db, password_server, admin_dsn, settings) -> None:
+    """Upgraded from schema 6: every row stays, the token made before the upgrade still reads,
+    and now writes through the functions (its direct INSERT, allowed before, is refused)."""
+    from dataclasses import replace
+
+    from mcp_memory.security import tokens
+    from mcp_memory.store import migrate
+    from mcp_memory.store.security_repo import SecurityStore
+    from test_security_support import ROLE_PREFIX
+
+    role = f"{ROLE_PREFIX}old_{uuid.uuid4().hex[:8]}"
+    token = tokens.new_token(role)
+    sid = "ses_00000000-0000-4000-8000-0000000000d1"
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        conn.execute(migrate._BOOTSTRAP)
+        for m in migrate.available():
+            if m.version > 6:
+                break
+            with conn.transaction():
+                conn.execute(m.sql)
+                conn.execute("INSERT INTO schema_migrations (version, name, checksum) VALUES (%s, %s, %s)",
+                             (m.version, m.name, m.checksum))
+        with conn.transaction():
+            SecurityStore(conn).create_role(role, token=token, groups=[tokens.GROUP_RW], read_only=False,
+                                            archiver=False, projects=["old"], token_sha256=tokens.token_digest(token))
+    created = tokens.CreatedToken(name=role, role=role, token=token, dsn=tokens.role_dsn(empty_db, role),
+                                  projects=["old"], read_only=False, archiver=False)
+    try:
+        with connect_as(created, autocommit=True) as conn:  # schema 6: the token wrote directly
+            conn.execute("INSERT INTO sessions (session_id, project_id, last_seq) VALUES (%s, 'old', 1)", (sid,))
+            conn.execute("INSERT INTO messages (session_id, seq, project_id, append_id, role, payload, payload_hash, "
+                         "created_at) VALUES (%s, 1, 'old', 'a1', 'user', %s, %s, now())",
+                         (sid, json.dumps(MSG), payload_digest(MSG)))
+        assert [m.version for m in migrate.migrate(empty_db)] == list(range(7, migrate.latest_version() + 1))
+        svc = token_service(replace(settings, dsn=empty_db), created)
+        try:
+            assert [m.content for m in svc.read_session(sid).messages] == ["hello"]
+            assert svc.append_message(sid, {"role": "assistant", "content": "still here"}).seq == 2
+            assert svc.search_messages("still here", project_id="old").matches
+        finally:
+            svc.db.close()
+        with connect_as(created, autocommit=True) as conn:
+            refused(conn, "INSERT INTO sessions (session_id, project_id) VALUES "
+                          "('ses_00000000-0000-4000-8000-0000000000d2', 'old')")
+            assert conn.execute("SELECT written_by FROM messages ORDER BY seq").fetchall() == [(role,), (role,)]
+    finally:
+        with psycopg.connect(admin_dsn, autocommit=True) as conn:
+            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", (role,))
+            conn.execute(psycopg.sql.SQL("DROP OWNED BY {} CASCADE").format(psycopg.sql.Identifier(role)))
+            conn.execute(psycopg.sql.SQL("DROP ROLE IF EXISTS {}").format(psycopg.sql.Identifier(role)))

@@ -305,6 +305,7 @@ def main() -> None:
     parser.add_argument("--dsn", help="server to measure (default: a temporary embedded server)")
     parser.add_argument("--quick", action="store_true", help="smaller sizes for a fast run")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--only", default="abcde", help="which parts to run, e.g. --only ac (default: all)")
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="mcp-memory-bench-"))
     home.chmod(0o755)
@@ -316,14 +317,17 @@ def main() -> None:
         svc = build(load_settings(dsn=dsn, environ=env))
         svc.db.pool()
         n_a, n_b, n_d = (200, 100, 20_000) if args.quick else (1000, 300, 100_000)
-        results = {
-            "server": svc.db.masked_dsn(),
-            "a_append_latency": bench_a(dsn, env, n_a),
-            "b_concurrent_agents": bench_b(dsn, env, n_b),
-            "c_batch_10k": bench_c(dsn, svc, 10_000),
-            "d_last_vs_first_page": bench_d(svc, n_d),
-            "e_startup": bench_e(env, 3 if args.quick else 7),
+        parts = {
+            "a": ("a_append_latency", lambda: bench_a(dsn, env, n_a)),
+            "b": ("b_concurrent_agents", lambda: bench_b(dsn, env, n_b)),
+            "c": ("c_batch_10k", lambda: bench_c(dsn, svc, 10_000)),
+            "d": ("d_last_vs_first_page", lambda: bench_d(svc, n_d)),
+            "e": ("e_startup", lambda: bench_e(env, 3 if args.quick else 7)),
         }
+        results: dict[str, object] = {"server": svc.db.masked_dsn()}
+        for letter, (name, run) in parts.items():
+            if letter in args.only:
+                results[name] = run()
         svc.db.close()
     finally:
         if not args.dsn:
