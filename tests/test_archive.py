@@ -19,6 +19,7 @@ from mcp_memory.archive import layout
 from mcp_memory.cli import main
 from mcp_memory.config import Settings
 from mcp_memory.core.service import Service
+from mcp_memory.errors import Unavailable
 
 
 def git(repo: Path, *args: str) -> str:
@@ -256,7 +257,7 @@ def test_restore_round_trip_equals_the_original(service: Service, cli, tmp_path:
 
 
 def test_stalled_job_returns_to_the_queue_when_its_lease_runs_out(service: Service, settings) -> None:
-    from mcp_memory.store.archive_repo import ArchiveStore
+    from mcp_memory.store.archive_repo import LeaderLock
     from mcp_memory.store.db import Database
 
     s = service.create_session("proj")
@@ -267,12 +268,43 @@ def test_stalled_job_returns_to_the_queue_when_its_lease_runs_out(service: Servi
                      "lease_until = now() + CASE WHEN snapshot_id = %s THEN interval '-1 s' ELSE interval '1 h' END",
                      (stalled.snapshot_id,))
     db = Database(settings)
+    lock = LeaderLock(db)
     try:
-        with db.transaction() as conn:
-            claimed = ArchiveStore(conn).claim(worker="me:2", lease=30, limit=10)
+        assert lock.try_acquire()
+        claimed = lock.store().claim(worker="me:2", lease=30, limit=10)
         assert [job.snapshot_id for job in claimed] == [stalled.snapshot_id]
-        with db.transaction() as conn:
-            assert ArchiveStore(conn).heartbeat(worker="me:2", lease=30) == 1
+        assert lock.store().heartbeat(worker="me:2", lease=30) == 1
     finally:
+        lock.release()
         db.close()
     assert job_states(settings.dsn)[alive.snapshot_id][0] == "running"
+
+
+def test_a_connection_without_the_archiver_lock_claims_nothing(service: Service, settings) -> None:
+    """The queue functions check the lock on the calling connection itself: a standby (or anyone)
+    cannot claim, renew or finish a job, even with the owner's rights."""
+    from mcp_memory.store.archive_repo import LeaderLock
+    from mcp_memory.store.db import Database
+
+    s = service.create_session("proj")
+    snap = service.create_snapshot(s.session_id, "queued")
+    db = Database(settings)
+    active, standby = LeaderLock(db), LeaderLock(db)
+    try:
+        assert active.try_acquire()
+        assert not standby.try_acquire()
+        assert not standby.held()  # its open connection is not the lock
+        with pytest.raises(Unavailable):
+            standby.store()
+        for statement in ("SELECT * FROM mm_archive_claim('x:1', 30, 10, NULL)",
+                          "SELECT mm_archive_heartbeat('x:1', 30)", "SELECT mm_archive_release_running()",
+                          f"SELECT mm_archive_mark_done(ARRAY[{snap.snapshot_id}]::bigint[])"):
+            with psycopg.connect(settings.dsn, autocommit=True) as conn, pytest.raises(psycopg.Error) as raised:
+                conn.execute(statement)
+            assert "does not hold the archiver lock" in str(raised.value)
+        assert job_states(settings.dsn)[snap.snapshot_id][0] == "pending"
+        assert [j.snapshot_id for j in active.store().claim(worker="a:1", lease=30, limit=10)] == [snap.snapshot_id]
+    finally:
+        active.release()
+        standby.release()
+        db.close()

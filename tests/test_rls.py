@@ -100,16 +100,17 @@ def test_several_projects_and_scope_rows(world: dict[str, str], make_token) -> N
             conn.execute("INSERT INTO access_token_projects VALUES (%s, 'C')", (both.role,))
 
 
-def test_archiver_reads_all_and_updates_export_jobs_only(world: dict[str, str], make_token) -> None:
+def test_archiver_reads_all_and_moves_jobs_only_through_the_queue_functions(world: dict[str, str], make_token) -> None:
     archiver = make_token("arch", None, archiver=True)
     assert archiver.projects == ["*"] and archiver.read_only
     with connect_as(archiver, autocommit=True) as conn:
         assert count(conn, "sessions") == 2 and count(conn, "messages") == 4
-        with conn.transaction():
-            claimed = conn.execute("SELECT job_id FROM export_jobs WHERE status = 'pending' "
-                                   "FOR UPDATE SKIP LOCKED").fetchall()
-            assert len(claimed) == 2
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute("UPDATE export_jobs SET status = 'done', finished_at = now()")
+        assert conn.execute("SELECT pg_try_advisory_lock(1835884914)").fetchone() == (True,)
+        claimed = conn.execute("SELECT job_id FROM mm_archive_claim('me:1', 30, 10, NULL)").fetchall()
+        assert len(claimed) == 2
+        assert conn.execute("SELECT mm_archive_mark_done(%s)", ([j for (j,) in claimed],)).fetchone() == (2,)
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute("UPDATE sessions SET title = 'x'")
         with pytest.raises(psycopg.errors.InsufficientPrivilege):

@@ -258,3 +258,22 @@ def test_a_schema_6_database_keeps_its_rows_and_tokens(empty_db, password_server
             conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", (role,))
             conn.execute(psycopg.sql.SQL("DROP OWNED BY {} CASCADE").format(psycopg.sql.Identifier(role)))
             conn.execute(psycopg.sql.SQL("DROP ROLE IF EXISTS {}").format(psycopg.sql.Identifier(role)))
+
+
+def test_an_archiver_token_moves_the_queue_only_as_the_lock_holder(world, make_token, service) -> None:
+    """The archiver token writes no table; its queue functions need the single-writer lock on the
+    calling connection, and see only the jobs of its projects."""
+    archiver = make_token("arch", ["A"], archiver=True)
+    with connect_as(archiver, autocommit=True) as conn:
+        refused(conn, "UPDATE export_jobs SET status = 'done'")
+        refused(conn, "INSERT INTO export_jobs (snapshot_id, session_id, project_id) VALUES (%s, %s, 'A')",
+                (world["snap_B"], world["B"]))
+        assert "archiver lock" in refused(conn, "SELECT * FROM mm_archive_claim('w:1', 30, 10, NULL)")
+        assert conn.execute("SELECT pg_try_advisory_lock(1835884914)").fetchone() == (True,)
+        claimed = conn.execute("SELECT snapshot_id FROM mm_archive_claim('w:1', 30, 10, NULL)").fetchall()
+        assert claimed == [(world["snap_A"],)]  # B's job is not its project's
+        assert conn.execute("SELECT mm_archive_mark_done(ARRAY[(SELECT job_id FROM export_jobs)])").fetchone() == (1,)
+    with connect_as(make_token("a", ["A"]), autocommit=True) as conn:  # a writer is no archiver
+        conn.execute("SELECT pg_try_advisory_lock(1835884914)")
+        refused(conn, "SELECT * FROM mm_archive_claim('w:1', 30, 10, NULL)")  # no EXECUTE
+    b_still_works(service, world)

@@ -26,7 +26,7 @@ from typing import Any
 from ..config import Settings
 from ..errors import Invalid, McpMemoryError, Unavailable
 from ..store.archive_repo import ArchiveStore, ClaimedJob, LeaderLock, Listener
-from ..store.db import Database
+from ..store.db import Database, translate_errors
 from . import export, gitrepo
 from .retry import RetryStrategy
 
@@ -147,9 +147,10 @@ class Archiver:
             return False
         log.info("archiver %s is now the active writer of %s", self.worker, self.options.repo)
         gitrepo.init(self.options.repo, self.options.remote)
+        gitrepo.heal(self.options.repo)
         outcome = gitrepo.sync_with_remote(self.options.repo, self.options.remote, timeout=self.options.push_timeout)
-        with self.db.transaction() as conn:
-            stale = ArchiveStore(conn).release_running()
+        with self._queue() as queue:
+            stale = queue.release_running()
         if stale or outcome == "reset":
             log.info("took over: %d stale job(s) back in the queue; repository %s", stale, outcome)
         return True
@@ -157,8 +158,8 @@ class Archiver:
     def _shutdown(self) -> None:
         try:
             if self.lock.held():
-                with self.db.transaction() as conn:
-                    ArchiveStore(conn).release_running()
+                with self._queue() as queue:
+                    queue.release_running()
         except McpMemoryError as exc:
             log.warning("archiver shutdown: %s", exc)
         self.lock.release()
@@ -166,9 +167,9 @@ class Archiver:
 
     # one round: claim, export, push, finish ----------------------------------------------------
     def _cycle(self) -> int:
-        with self.db.transaction() as conn:
-            jobs = ArchiveStore(conn).claim(worker=self.worker, lease=self.options.lease, limit=self.options.batch,
-                                            due_before=self._due_before)
+        with self._queue() as queue:
+            jobs = queue.claim(worker=self.worker, lease=self.options.lease, limit=self.options.batch,
+                               due_before=self._due_before)
         self._last_heartbeat = time.monotonic()
         exported: list[ClaimedJob] = []
         for job in jobs:
@@ -185,6 +186,8 @@ class Archiver:
         try:
             result = export.export_snapshot(self.db, self.options.repo, job.snapshot_id, checkpoint=self._checkpoint)
         except (McpMemoryError, OSError) as exc:
+            if isinstance(exc, gitrepo.GitError):
+                self._heal()  # a git command killed by its timeout may have left a lock behind
             self._failed(job, exc)
             return False
         self.summary.exported += 1
@@ -192,6 +195,12 @@ class Archiver:
         log.info("snapshot %d: %s +%d line(s)%s", job.snapshot_id, result.session_id or "(already exported)",
                  result.lines, "" if result.already else f" → {result.commit[:10]}")
         return True
+
+    def _heal(self) -> None:
+        try:
+            gitrepo.heal(self.options.repo)
+        except McpMemoryError as exc:
+            log.warning("archive repository: %s", exc)
 
     def _publish(self, jobs: list[ClaimedJob]) -> None:
         """Push (when a remote is set) and mark the batch done; a push failure sends the batch back to
@@ -205,16 +214,17 @@ class Archiver:
                 for job in jobs:
                     self._failed(job, exc)
                 return
-        with self.db.transaction() as conn:
-            self.summary.done += ArchiveStore(conn).mark_done([job.job_id for job in jobs])
+        with self._queue() as queue:
+            self.summary.done += queue.mark_done([job.job_id for job in jobs])
 
     def _failed(self, job: ClaimedJob, exc: BaseException) -> None:
         attempts = job.attempts + 1
-        give_up = self.options.retry.exhausted(attempts)
+        # a row that does not verify stays wrong however often it is retried
+        give_up = isinstance(exc, export.Tampered) or self.options.retry.exhausted(attempts)
         delay = 0.0 if give_up else self.options.retry.delay(attempts)
         error = str(exc) or type(exc).__name__
-        with self.db.transaction() as conn:
-            ArchiveStore(conn).mark_attempt_failed(job.job_id, error=error, give_up=give_up, delay=delay)
+        with self._queue() as queue:
+            queue.mark_attempt_failed(job.job_id, error=error, give_up=give_up, delay=delay)
         if give_up:
             self.summary.failed += 1
             log.error("job %d (snapshot %d) failed after %d attempts: %s", job.job_id, job.snapshot_id, attempts, error)
@@ -227,9 +237,15 @@ class Archiver:
     def _heartbeat(self) -> None:
         if time.monotonic() - self._last_heartbeat < self.options.lease / 3:
             return
-        with self.db.transaction() as conn:
-            ArchiveStore(conn).heartbeat(worker=self.worker, lease=self.options.lease)
+        with self._queue() as queue:
+            queue.heartbeat(worker=self.worker, lease=self.options.lease)
         self._last_heartbeat = time.monotonic()
+
+    @contextmanager
+    def _queue(self) -> Iterator[ArchiveStore]:
+        """The queue, worked only on the connection holding the single-writer lock."""
+        with translate_errors():
+            yield self.lock.store()
 
     # waiting ----------------------------------------------------------------------------------
     def _wait(self) -> None:

@@ -1,7 +1,10 @@
 """Export one snapshot into the git archive: append the missing lines, rewrite the meta when it
 changed, commit, tag. Idempotent at every step, so a crash anywhere converges on the next run:
 
-- the jsonl's last seq is the watermark (a torn last line is cut first), so lines are never repeated;
+- the session's files are first put back to their last commit, so the jsonl's last seq is the
+  watermark and a tag holds exactly the lines up to its snapshot (what a failed run left is dropped
+  and exported again); no line is repeated;
+- every row must hash to its payload_hash, or the export fails naming the session and seq (Tampered);
 - a commit already made for this snapshot (crash before the tag) is found and tagged, not redone;
 - an existing tag means the snapshot is already exported.
 """
@@ -14,7 +17,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..errors import NotFound
+from ..core.messages import payload_digest
+from ..errors import Invalid, NotFound
 from ..models import format_time
 from ..store.archive_repo import ArchiveStore, ExportRow
 from ..store.db import Database
@@ -57,6 +61,7 @@ def export_snapshot(db: Database, repo: Path, snapshot_id: int, *, checkpoint: C
         sha = gitrepo.find_recent_commit(repo, subject)
         written = 0
         if sha is None:
+            gitrepo.reset_paths(repo, [layout.session_path(info.session_id), layout.meta_path(info.session_id)])
             after = max(gitrepo.session_watermark(repo, info.session_id), row["fork_seq"] or 0)
             rows = store.export_messages(info.session_id, after_seq=after, up_to_seq=info.up_to_seq)
             counter = _Counter()
@@ -66,8 +71,8 @@ def export_snapshot(db: Database, repo: Path, snapshot_id: int, *, checkpoint: C
     if sha is None:
         checkpoint("after-write")
         gitrepo.write_if_changed(repo, layout.meta_path(info.session_id), layout.meta_document(row))
-        # Always add both files: lines or meta written by a run that crashed before its commit are
-        # committed now (git add of an unchanged file costs a stat).
+        # Both files, as they are now: the lines and meta just written (reset_paths removed whatever
+        # an earlier run left uncommitted; git add of an unchanged file costs a stat).
         paths = [p for p in (layout.session_path(info.session_id), layout.meta_path(info.session_id))
                  if (repo / p).exists()]
         sha = gitrepo.commit(repo, paths, layout.commit_message(info), date=_git_date(row["snapshot_created_at"]))
@@ -86,6 +91,11 @@ def snapshot_info(row: dict[str, Any]) -> layout.SnapshotInfo:
     )
 
 
+class Tampered(Invalid):
+    """A stored row whose payload does not hash to its payload_hash: it is never archived (restore
+    would refuse the line), and retrying does not make it right."""
+
+
 class _Counter:
     lines = 0
 
@@ -94,6 +104,9 @@ def _chunks(session_id: str, rows: Iterator[ExportRow], counter: _Counter) -> It
     """Lines joined in chunks: one write per CHUNK_LINES lines, never the whole session in memory."""
     batch: list[str] = []
     for r in rows:
+        if payload_digest(r.payload) != r.payload_hash:
+            raise Tampered(f"session {session_id} seq {r.seq}: the stored payload does not match its payload_hash "
+                           "(changed outside the write functions); not archived")
         batch.append(layout.message_line(session_id=session_id, seq=r.seq, append_id=r.append_id,
                                          payload=r.payload, created_at=r.created_at, payload_hash=r.payload_hash))
         if len(batch) >= CHUNK_LINES:

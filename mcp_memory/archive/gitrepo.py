@@ -43,6 +43,8 @@ def git(repo: Path, *args: str, input: str | bytes | None = None, env: dict[str,
         timeout: float | None = None, check: bool = True) -> str:
     """Run one git command in `repo`; its stdout, or GitError with git's own message."""
     text = not isinstance(input, bytes)
+    if not repo.is_dir():
+        raise GitError(f"the archive repository folder {repo} does not exist (removed or not mounted?)")
     try:
         done = subprocess.run(["git", *args], cwd=repo, input=input, capture_output=True, text=text,
                               env={**os.environ, **_ENV, **(env or {})}, timeout=timeout, check=False)
@@ -75,6 +77,44 @@ def init(repo: Path, remote: str | None = None) -> bool:
         git(repo, "add", "--", "README.md")
         git(repo, "commit", "-q", "--no-verify", "-m", "archive: initialise (README.md)")
     return created
+
+
+# Lock files git leaves behind when it is killed with its parent (SIGKILL, OOM, a crash). Only the
+# active archiver writes to the repository, and it runs git one command at a time and waits for it,
+# so while it holds the single-writer lock and runs no git command, any of these is stale.
+_STALE_LOCKS = ("index.lock", "HEAD.lock", "packed-refs.lock", "config.lock", "shallow.lock", "ORIG_HEAD.lock")
+
+
+def heal(repo: Path) -> list[str]:
+    """Remove stale git lock files and put the working tree back to the last commit (lines written by
+    a run that died before its commit are exported again from the database). Call only as the active
+    archiver, between git commands. Returns the lock files removed."""
+    gitdir = repo / ".git"
+    removed = [gitdir / name for name in _STALE_LOCKS if (gitdir / name).exists()]
+    refs = gitdir / "refs"
+    if refs.is_dir():
+        removed += sorted(refs.rglob("*.lock"))
+    for path in removed:
+        path.unlink(missing_ok=True)
+        log.warning("removed a stale git lock left by a killed writer: %s", path)
+    if head(repo) is not None:
+        git(repo, "reset", "-q", "--hard", "HEAD")
+        git(repo, "clean", "-q", "-f", "--", layout.SESSIONS_DIR)
+    return [str(p.relative_to(repo)) for p in removed]
+
+
+def reset_paths(repo: Path, paths: list[str]) -> None:
+    """Put these files back to their committed content (or remove them when they were never
+    committed), in the index too: what an earlier, failed export left there is not committed by the
+    next one, so a snapshot's tag holds exactly its own lines."""
+    tracked = set(git(repo, "ls-tree", "--name-only", "HEAD", "--", *paths).splitlines()) if head(repo) else set()
+    if tracked:
+        git(repo, "checkout", "-q", "HEAD", "--", *sorted(tracked))
+    untracked = [p for p in paths if p not in tracked]
+    if untracked:
+        git(repo, "rm", "-q", "--cached", "--ignore-unmatch", "--", *untracked)
+        for p in untracked:
+            (repo / p).unlink(missing_ok=True)
 
 
 def head(repo: Path) -> str | None:
@@ -259,6 +299,40 @@ def read_files(repo: Path, paths: list[str], *, rev: str = layout.BRANCH) -> Ite
     finally:
         proc.stdin.close()
         proc.wait()
+
+
+def read_blobs(repo: Path, specs: list[str]) -> Iterator[tuple[str, bytes | None]]:
+    """The content of each `rev:path` spec (None when the path is missing there), one `git cat-file --batch`."""
+    if not repo.is_dir():
+        raise GitError(f"the archive repository folder {repo} does not exist (removed or not mounted?)")
+    proc = subprocess.Popen(["git", "cat-file", "--batch"], cwd=repo, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, env={**os.environ, **_ENV})
+    try:
+        for spec in specs:
+            proc.stdin.write(f"{spec}\n".encode())
+            proc.stdin.flush()
+            header = proc.stdout.readline().split()
+            if len(header) < 3 or header[-1] == b"missing":
+                yield spec, None
+                continue
+            data = proc.stdout.read(int(header[2]))
+            proc.stdout.read(1)
+            yield spec, data
+    finally:
+        proc.stdin.close()
+        proc.wait()
+
+
+def tag_subjects(repo: Path) -> dict[str, tuple[str, str]]:
+    """snapshot-* tag name → (the commit it points at, the tag message's subject)."""
+    out = git(repo, "for-each-ref", "--format=%(refname:short)%00%(*objectname)%00%(contents:subject)",
+              "refs/tags/snapshot-*")
+    found = {}
+    for line in out.splitlines():
+        parts = line.split("\x00")
+        if len(parts) == 3:
+            found[parts[0]] = (parts[1], parts[2])
+    return found
 
 
 def commit_messages(repo: Path) -> list[str]:

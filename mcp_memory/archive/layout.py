@@ -85,6 +85,12 @@ def subject(snapshot_id: int, session_id: str, up_to_seq: int) -> str:
     return f"snapshot {snapshot_id}: {session_id} up to seq {up_to_seq}"
 
 
+def parse_subject(text: str) -> tuple[int, str, int] | None:
+    """(snapshot_id, session_id, up_to_seq) from a snapshot commit's or tag's subject line."""
+    found = _SUBJECT.match(text.strip())
+    return (int(found[1]), found[2], int(found[3])) if found else None
+
+
 def commit_message(info: SnapshotInfo) -> str:
     record = {"snapshot_id": info.snapshot_id, "session_id": info.session_id, "project_id": info.project_id,
               "up_to_seq": info.up_to_seq, "commit_msg": info.commit_msg, "created_at": info.created_at,

@@ -9,6 +9,7 @@ behind the snapshots marked done, a tag for each of them, and lineage equal to t
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,7 @@ def verify(db: Database, repo: Path) -> VerifyReport:
         done = store.done_watermarks()
         ids = sorted(set(archived) | set(done))
         lineage = store.sessions_lineage(ids)
+        snapshot_seqs = store.snapshot_seqs()
         digests = store.db_digests({sid: archived[sid].last_seq if sid in archived else 0 for sid in ids})
     report = VerifyReport()
     for sid in ids:
@@ -70,12 +72,50 @@ def verify(db: Database, repo: Path) -> VerifyReport:
             report.sessions.append({"session_id": sid,
                                     "archive": {"messages": a.lines, "last_seq": a.last_seq, "sha256": a.digest.hex()},
                                     "database": {"messages": d[0], "last_seq": d[1], "sha256": d[2].hex()}})
+    report.differences.extend(check_tags(repo, snapshot_seqs))
     for sid, (_, snapshot_ids) in sorted(done.items()):
         missing = [i for i in snapshot_ids if layout.tag_name(i) not in tags]
         if missing:
             report.differences.append(f"{sid}: tag(s) missing for exported snapshot(s) "
                                       + ", ".join(layout.tag_name(i) for i in missing))
     return report
+
+
+def check_tags(repo: Path, snapshot_seqs: dict[int, tuple[str, int]]) -> list[str]:
+    """Every snapshot tag's tree must hold its session's lines up to the snapshot's seq, no more and no
+    fewer (the database's up_to_seq when it has the snapshot, else the tag's own subject)."""
+    tagged = gitrepo.tag_subjects(repo)
+    checks: list[tuple[str, str, int]] = []  # (rev:path, tag, up_to_seq); tags may share a commit
+    out = []
+    for name, (sha, subject) in sorted(tagged.items()):
+        parsed = layout.parse_subject(subject)
+        if parsed is None or layout.tag_name(parsed[0]) != name:
+            out.append(f"tag {name}: its message is not a snapshot subject ({subject!r})")
+            continue
+        snapshot_id, sid, up_to = parsed
+        sid, up_to = snapshot_seqs.get(snapshot_id, (sid, up_to))
+        checks.append((f"{sha}:{layout.session_path(sid)}", name, up_to))
+    blobs = dict(gitrepo.read_blobs(repo, sorted({spec for spec, _, _ in checks})))
+    for spec, name, up_to in checks:
+        data = blobs[spec]
+        last = _last_seq(data)
+        if last is None:
+            out.append(f"tag {name}: the last line of {spec.split(':', 1)[1]} is not an archive line")
+        elif last > up_to:
+            out.append(f"tag {name}: its tree holds lines up to seq {last}, beyond the snapshot's seq {up_to}")
+        elif last < up_to and data:
+            out.append(f"tag {name}: its tree holds lines up to seq {last}, short of the snapshot's seq {up_to}")
+    return out
+
+
+def _last_seq(data: bytes | None) -> int | None:
+    """The seq of the file's last line; 0 for no file (a snapshot at or before a fork point)."""
+    if not data or not data.strip():
+        return 0
+    try:
+        return int(json.loads(data.rstrip(b"\n").rsplit(b"\n", 1)[-1])["seq"])
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def _compare(sid: str, a: ArchivedSession | None, row: dict[str, Any] | None,

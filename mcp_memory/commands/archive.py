@@ -44,11 +44,13 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
     restore = sub.add_parser(
         "restore", help="rebuild sessions, messages, snapshots and lineage from a git archive",
-        description="Example: mcp-memory --dsn postgresql://…/new_db restore --from-archive ~/mcp-archive")
+        description="Every valid session is restored; a bad line (edited, out of order, unreadable) ends its "
+        "session there and is listed as file:line with the reason; the exit code is then 1. "
+        "Example: mcp-memory --dsn postgresql://…/new_db restore --from-archive ~/mcp-archive")
     restore.add_argument("--from-archive", required=True, metavar="PATH", help="a clone of the archive repository")
     restore.add_argument("--force", action="store_true", help="restore into a database that already has sessions "
                          "(existing rows are kept; only missing ones are added)")
-    restore.add_argument("--json", action="store_true", help="print one JSON document")
+    restore.add_argument("--json", action="store_true", help="print one JSON document (bad_lines: file, line, why)")
 
 
 def _repo_flags(parser: argparse.ArgumentParser, default: object, *, remote: bool) -> None:
@@ -151,4 +153,6 @@ def restore(settings: Settings, args: argparse.Namespace) -> int:
         print(result.line())
         for warning in result.warnings:
             print(f"warning: {warning}", file=sys.stderr)
-    return 0
+        for bad in result.bad_lines:
+            print(f"bad line: {bad}", file=sys.stderr)
+    return 0 if result.ok else 1

@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from ..errors import McpMemoryError
+from ..errors import McpMemoryError, Unavailable
 from .db import Database, translate_errors
 from .sql import Statements, q
 
@@ -66,13 +66,17 @@ class ArchiveStore(Statements):
         return self.conn.execute(q("archive_now")).fetchone()[0]
 
     def heartbeat(self, *, worker: str, lease: float) -> int:
-        return self.conn.execute(q("archive_heartbeat"), {"worker": worker, "lease": lease}).rowcount
+        return self._scalar("archive_heartbeat", {"worker": worker, "lease": lease})
 
     def release_running(self) -> int:
-        return self.conn.execute(q("archive_release_running")).rowcount
+        return self._scalar("archive_release_running")
 
     def mark_done(self, job_ids: list[int]) -> int:
-        return self.conn.execute(q("archive_mark_done"), {"job_ids": job_ids}).rowcount
+        return self._scalar("archive_mark_done", {"job_ids": job_ids})
+
+    def _scalar(self, name: str, params: dict[str, Any] | None = None) -> int:
+        row = self.conn.execute(q(name), params or {}).fetchone()
+        return int(row[0] or 0) if row else 0
 
     def mark_attempt_failed(self, job_id: int, *, error: str, give_up: bool, delay: float) -> str | None:
         row = self._one("archive_mark_attempt_failed",
@@ -89,7 +93,7 @@ class ArchiveStore(Statements):
 
     def requeue(self, job_id: int | None) -> list[int]:
         rows = self.conn.execute(q("archive_requeue"), {"job_id": job_id}).fetchall()
-        return [row[0] for row in rows]
+        return sorted(row[0] for row in rows)
 
     def notify(self, payload: str) -> None:
         self.conn.execute(q("archive_notify"), {"payload": payload})
@@ -132,6 +136,10 @@ class ArchiveStore(Statements):
         rows = self._all("archive_sessions_lineage", {"session_ids": session_ids})
         return {row["session_id"]: row for row in rows}
 
+    def snapshot_seqs(self) -> dict[int, tuple[str, int]]:
+        """snapshot_id → (session_id, up_to_seq) of every snapshot this role reads."""
+        return {row["snapshot_id"]: (row["session_id"], row["up_to_seq"]) for row in self._all("archive_snapshot_seqs")}
+
     def db_digests(self, up_to: dict[str, int]) -> dict[str, tuple[int, int, bytes]]:
         """session → (message count, last seq, sha256 over the payload hashes in seq order), own rows ≤ up_to."""
         ids = list(up_to)
@@ -151,16 +159,13 @@ class ArchiveStore(Statements):
     def start_message_restore(self) -> None:
         self.conn.execute(q("restore_temp_messages"))
 
-    def copy_messages(self, rows: Iterable[RestoredMessage]) -> int:
-        count = 0
+    def copy_session_messages(self, rows: Iterable[RestoredMessage]) -> int:
+        """COPY one session's rows into the temp table, then into messages; the rows inserted."""
+        self.conn.execute(q("restore_clear_temp"))
         with self.conn.cursor() as cur, cur.copy(q("restore_copy_messages")) as copy:
             for r in rows:
                 copy.write_row((r.session_id, r.seq, r.project_id, r.append_id, r.role, Jsonb(r.payload),
                                 r.payload_hash, r.created_at))
-                count += 1
-        return count
-
-    def finish_message_restore(self) -> int:
         return self.conn.execute(q("restore_insert_messages")).rowcount
 
     def restore_snapshot(self, snapshot: dict[str, Any]) -> None:
@@ -181,27 +186,34 @@ class ArchiveStore(Statements):
 
 class LeaderLock:
     """The single-writer lock on its own direct connection. Losing the connection loses the lock, so
-    `held()` pings it before every job: an archiver that lost it stops writing and becomes a standby."""
+    `held()` pings it before every job: an archiver that lost it stops writing and becomes a standby.
+
+    The queue is worked on this same connection (`store()`): the database functions behind it refuse
+    any connection that does not hold the lock, so a standby cannot claim or finish a job even by
+    mistake. A standby keeps its connection between tries (`owned` stays False until it wins)."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
         self.conn: psycopg.Connection | None = None
+        self.owned = False
 
     def try_acquire(self) -> bool:
         try:
             if self.conn is None or self.conn.closed:
+                self.owned = False
                 self.conn = self.db.connect(autocommit=True, keepalives=1, keepalives_idle=5,
                                             keepalives_interval=2, keepalives_count=3)
             with translate_errors():
                 got = self.conn.execute(q("archive_try_lock"), {"key": LOCK_KEY}).fetchone()[0]
-        except McpMemoryError as exc:
+        except (McpMemoryError, psycopg.Error) as exc:
             log.warning("archiver lock: %s", exc)
             self.release()
             return False
-        return bool(got)
+        self.owned = bool(got)
+        return self.owned
 
     def held(self) -> bool:
-        if self.conn is None or self.conn.closed:
+        if not self.owned or self.conn is None or self.conn.closed:
             return False
         try:
             self.conn.execute(q("archive_ping"))
@@ -210,7 +222,14 @@ class LeaderLock:
             self.release()
             return False
 
+    def store(self) -> ArchiveStore:
+        """The queue statements, on the lock's own connection (autocommit: each is one statement)."""
+        if not self.owned or self.conn is None:
+            raise Unavailable("the archiver lock is not held")
+        return ArchiveStore(self.conn)
+
     def release(self) -> None:
+        self.owned = False
         conn, self.conn = self.conn, None
         if conn is not None and not conn.closed:
             try:

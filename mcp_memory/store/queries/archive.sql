@@ -33,46 +33,23 @@ WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 0 AND l.objid = %(ke
 -- name: archive_claim_jobs
 -- Due pending jobs, and running jobs whose lease ran out (their archiver died), in snapshot order so
 -- that a session's snapshots are committed in the order they were taken. `due_before` (--once: the
--- start of the run) keeps a job that failed during this run for the next run.
-WITH next AS (
-    SELECT job_id FROM export_jobs
-    WHERE (status = 'pending' AND run_after <= least(now(), %(due_before)s::timestamptz))
-       OR (status = 'running' AND lease_until < now())
-    ORDER BY snapshot_id
-    LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
-)
-UPDATE export_jobs j
-SET status = 'running', locked_by = %(worker)s,
-    lease_until = now() + make_interval(secs => %(lease)s::float8)
-FROM next
-WHERE j.job_id = next.job_id
-RETURNING j.job_id, j.snapshot_id, j.session_id, j.attempts;
+-- start of the run) keeps a job that failed during this run for the next run. The queue functions
+-- refuse a connection that does not hold the archiver lock (0008_archiver.sql).
+SELECT job_id, snapshot_id, session_id, attempts
+FROM mm_archive_claim(%(worker)s, %(lease)s::float8, %(limit)s::integer, %(due_before)s::timestamptz);
 
 -- name: archive_heartbeat
-UPDATE export_jobs SET lease_until = now() + make_interval(secs => %(lease)s::float8)
-WHERE locked_by = %(worker)s AND status = 'running';
+SELECT mm_archive_heartbeat(%(worker)s, %(lease)s::float8);
 
 -- name: archive_release_running
 -- On taking the lock: no other archiver can be working, so every running job is stale.
-UPDATE export_jobs SET status = 'pending', locked_by = NULL, lease_until = NULL
-WHERE status = 'running';
+SELECT mm_archive_release_running();
 
 -- name: archive_mark_done
-UPDATE export_jobs
-SET status = 'done', locked_by = NULL, lease_until = NULL, last_error = NULL, finished_at = now()
-WHERE job_id = ANY(%(job_ids)s) AND status = 'running';
+SELECT mm_archive_mark_done(%(job_ids)s::bigint[]);
 
 -- name: archive_mark_attempt_failed
-UPDATE export_jobs
-SET attempts = attempts + 1,
-    last_error = %(error)s,
-    status = CASE WHEN %(give_up)s THEN 'failed' ELSE 'pending' END,
-    finished_at = CASE WHEN %(give_up)s THEN now() END,
-    run_after = now() + make_interval(secs => %(delay)s::float8),
-    locked_by = NULL, lease_until = NULL
-WHERE job_id = %(job_id)s
-RETURNING status;
+SELECT mm_archive_mark_failed(%(job_id)s::bigint, %(error)s, %(give_up)s, %(delay)s::float8) AS status;
 
 -- name: archive_next_due
 SELECT extract(epoch FROM min(run_after) - now()) FROM export_jobs WHERE status = 'pending';
@@ -81,12 +58,7 @@ SELECT extract(epoch FROM min(run_after) - now()) FROM export_jobs WHERE status 
 SELECT job_id, snapshot_id, session_id, status, attempts, last_error FROM export_jobs WHERE job_id = %(job_id)s;
 
 -- name: archive_requeue
-UPDATE export_jobs
-SET status = 'pending', attempts = 0, last_error = NULL, run_after = now(), finished_at = NULL,
-    locked_by = NULL, lease_until = NULL
-WHERE (job_id = %(job_id)s OR (%(job_id)s::bigint IS NULL AND status = 'failed'))
-  AND status IN ('pending', 'failed')
-RETURNING job_id;
+SELECT mm_archive_requeue(%(job_id)s::bigint);
 
 -- name: archive_status_counts
 SELECT status, count(*) AS jobs FROM export_jobs GROUP BY status;
@@ -126,6 +98,9 @@ GROUP BY n.session_id;
 SELECT session_id, parent_session_id, fork_seq, parent_snapshot_id
 FROM sessions WHERE session_id = ANY(%(session_ids)s);
 
+-- name: archive_snapshot_seqs
+SELECT snapshot_id, session_id, up_to_seq FROM snapshots;
+
 -- name: archive_db_digests
 -- count, last seq and sha256 of the concatenated payload hashes of each session's own rows up to a seq.
 SELECT w.session_id, count(m.seq) AS messages, coalesce(max(m.seq), 0) AS last_seq,
@@ -146,6 +121,9 @@ ON CONFLICT (session_id) DO NOTHING;
 
 -- name: restore_temp_messages
 CREATE TEMP TABLE restore_messages (LIKE messages INCLUDING DEFAULTS) ON COMMIT DROP;
+
+-- name: restore_clear_temp
+TRUNCATE restore_messages;
 
 -- name: restore_copy_messages
 COPY restore_messages (session_id, seq, project_id, append_id, role, payload, payload_hash, created_at)
