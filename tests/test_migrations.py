@@ -108,7 +108,7 @@ def test_upgrade_to_0006_keeps_what_appends_indexed_and_finds_the_rest(empty_db:
                          (sid, seq, f"'{text}':1"))
             conn.execute("INSERT INTO search_term_stats VALUES ('old', %s, %s, 1)", (text, shard))
         conn.execute("INSERT INTO search_doc_stats VALUES ('old', %s, 2, 2)", (shard,))
-    assert [m.version for m in migrate.migrate(empty_db)] == list(range(6, migrate.latest_version() + 1))
+    assert [m.version for m in migrate.migrate(empty_db)] == [m.version for m in migrate.available() if m.version >= 6]
     with psycopg.connect(empty_db) as conn:
         assert conn.execute("SELECT indexed_seq, stored_seq FROM search_progress WHERE session_id = %s",
                             (sid,)).fetchone() == (2, 3)

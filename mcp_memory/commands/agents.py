@@ -18,7 +18,7 @@ from pathlib import Path
 from .. import adapters, launcher
 from ..adapters.base import NeutralSession, WriteOptions
 from ..config import Settings
-from ..errors import Invalid
+from ..errors import Invalid, McpMemoryError
 from ..models import MessageIn
 from .output import print_json, progress, service
 
@@ -129,8 +129,10 @@ def export(settings: Settings, args: argparse.Namespace) -> int:
             written = adapter.write(neutral, out, options)
     except ValueError as exc:
         raise Invalid(str(exc)) from None
+    relay = _record_relay(settings, session.session_id, adapter, written)
     if args.json:
         print_json({"session_id": session.session_id, "agent": args.agent, "native_id": written.native_id,
+                    "relay": relay,
                     "files": [str(f) for f in written.files], "resume_command": written.resume_command,
                     "report": written.report.to_dict()})
         return 0
@@ -141,6 +143,28 @@ def export(settings: Settings, args: argparse.Namespace) -> int:
     if written.resume_command:
         print(f"resume with: {written.resume_command}")
     return 0
+
+
+def _record_relay(settings: Settings, session_id: str, adapter, written) -> dict | None:
+    """Relay lineage: read the written files back as the target agent will, and record which native
+    session came from which seq, so that its continuation is stored as a fork (core/imports.py).
+    Exporting stays possible without write rights: the lineage is then not recorded (a warning)."""
+    from ..core.imports import record_export
+
+    try:
+        read_back = adapter.read(list(written.files))
+        with service(settings) as svc:
+            relay = record_export(svc, session_id, read_back, written.native_id)
+    except McpMemoryError as exc:
+        print(f"warning: relay lineage not recorded: {exc.render()}", file=sys.stderr)
+        return None
+    except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
+        print(f"warning: relay lineage not recorded: the written files could not be read back ({exc})",
+              file=sys.stderr)
+        return None
+    if relay is None:
+        return None
+    return {"snapshot_id": relay.snapshot_id, "carried": len(relay.carried)}
 
 
 def _all_messages(svc, session_id: str) -> list[MessageIn]:

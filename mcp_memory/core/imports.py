@@ -2,6 +2,12 @@
 
 Importing the same native session again adds nothing: the session id derives from (project, agent,
 native id) and every message's append_id from its native id, so each append is a duplicate.
+
+Relays (README.md, "Relays"): a native session that `export` wrote from a stored session, and that
+was continued in the target agent, becomes a fork of the source at the exported seq, in the source's
+project, storing only the messages the export did not carry. The first capture must show the whole
+carried history at its start (a recorded relay is not trusted on its native id alone); later,
+incremental captures of the same native session go on appending to the fork.
 """
 
 from __future__ import annotations
@@ -14,7 +20,8 @@ from typing import Any
 
 from ..adapters.base import NeutralSession
 from ..errors import Invalid, McpMemoryError, Unavailable
-from ..store.imports_repo import ensure_session
+from ..store.imports_repo import Relay, ensure_session, find_relays, fork_for_relay, record_relay
+from ..store.repo import Store
 from .service import Service
 from .sessions import check_project
 
@@ -39,6 +46,7 @@ class Imported:
     created: bool = False
     report: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    relayed_from: dict[str, Any] | None = None  # the source session, snapshot and seq of a relay
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None}
@@ -57,11 +65,17 @@ def store_sessions(
         neutral = sessions[index]
         project = project_for(neutral, project_id)
         sid = imported_session_id(project, neutral.agent, neutral.native_id)
-        ids[neutral.native_id] = sid
         result = Imported(session_id=sid, native_id=neutral.native_id, agent=neutral.agent,
                           messages=len(neutral.messages), report=neutral.report.to_dict() if neutral.report else {})
         try:
-            _store(service, neutral, sid, project, ids.get(neutral.parent_native_id or ""), result)
+            relay = None if neutral.parent_native_id else relay_of(service, neutral)
+            if relay is not None:
+                result.session_id = imported_session_id(relay.project_id, neutral.agent, neutral.native_id)
+                ids[neutral.native_id] = result.session_id
+                _store_relayed(service, neutral, relay, result)
+            else:
+                ids[neutral.native_id] = sid
+                _store(service, neutral, sid, project, ids.get(neutral.parent_native_id or ""), result)
         except Unavailable:
             raise  # the caller decides: fail, or spool for later (sync)
         except McpMemoryError as exc:
@@ -100,6 +114,56 @@ def _store(service: Service, neutral: NeutralSession, sid: str, project: str, pa
     for start in range(0, len(neutral.messages), BATCH):
         chunk = neutral.messages[start:start + BATCH]
         appended = service.append_messages(sid, chunk)
+        result.new += appended.duplicates.count(False)
+        result.duplicates += appended.duplicates.count(True)
+        result.redacted += appended.redacted
+
+
+def relay_of(service: Service, neutral: NeutralSession) -> Relay | None:
+    """The relay this native session continues: the newest recorded one whose fork already exists, or
+    whose carried history this session starts with."""
+    with service.db.transaction() as conn:
+        relays = find_relays(conn, agent=neutral.agent, native_id=neutral.native_id)
+        if not relays:
+            return None
+        store = Store(conn)
+        for relay in relays:
+            if store.get_session(imported_session_id(relay.project_id, neutral.agent, neutral.native_id)):
+                return relay
+    ids = [m.append_id for m in neutral.messages[:max(len(r.carried) for r in relays)]]
+    for relay in relays:
+        if relay.carried and ids[:len(relay.carried)] == relay.carried:
+            return relay
+    return None
+
+
+def record_export(service: Service, session_id: str, written: list[NeutralSession], native_id: str) -> Relay | None:
+    """After `export`: the native session as the target agent will show it (`written`, read back from
+    the files just written) is recorded as a relay of `session_id` at its current seq. None when the
+    written files hold no such session."""
+    main = next((w for w in written if w.native_id == native_id and w.messages), None)
+    if main is None:
+        return None
+    carried = [m.append_id for m in main.messages if m.append_id]
+    with service.db.transaction() as conn:
+        return record_relay(conn, session_id=session_id, agent=main.agent, native_id=native_id, carried=carried)
+
+
+def _store_relayed(service: Service, neutral: NeutralSession, relay: Relay, result: Imported) -> None:
+    meta = _json_safe({**neutral.meta, "native_id": neutral.native_id, "imported_from": neutral.agent,
+                       "relayed_from": {"session_id": relay.session_id, "snapshot_id": relay.snapshot_id,
+                                        "seq": relay.up_to_seq}})
+    meta.setdefault("agent_source", neutral.agent)
+    title = meta.get("title") if isinstance(meta.get("title"), str) else None
+    with service.db.transaction() as conn:
+        _, result.created = fork_for_relay(conn, relay, session_id=result.session_id,
+                                           agent_source=str(meta["agent_source"]), title=title, meta=meta)
+    carried = set(relay.carried)
+    new = [m for m in neutral.messages if m.append_id not in carried]
+    result.duplicates += len(neutral.messages) - len(new)
+    result.relayed_from = meta["relayed_from"]
+    for start in range(0, len(new), BATCH):
+        appended = service.append_messages(result.session_id, new[start:start + BATCH])
         result.new += appended.duplicates.count(False)
         result.duplicates += appended.duplicates.count(True)
         result.redacted += appended.redacted
