@@ -1,0 +1,102 @@
+"""The real Claude Code, after `mcp-memory install claude-code`, calls our MCP tools for its model.
+
+A scripted model server on loopback (tests/interop/scripted_model.py) plays the model: it asks for
+create_session, append_message, search_messages, record_decision and recall in turn, and the test
+asserts, from the requests Claude Code sent it, what the model received as each tool's result. The
+Stop hook that `install` added captures the run itself into the same database. Needs `claude` on
+PATH; skipped otherwise. Nothing leaves the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from scripted_model import ScriptedModel, tool_names, tool_results
+
+pytestmark = [
+    pytest.mark.interop,
+    pytest.mark.skipif(shutil.which("claude") is None, reason="claude (Claude Code CLI) is not on PATH"),
+]
+
+SERVER = "mcp__mcp-memory__"
+PROMPT = "Remember our ledger choice, please."
+
+
+def script(request: dict[str, Any]) -> list[dict[str, Any]]:
+    """One tool per turn; each call is built from what the earlier tool results said."""
+    results = tool_results(request)
+    if not any(name.startswith(SERVER) for name in tool_names(request)):
+        return [{"type": "text", "text": "The mcp-memory tools are not available."}]
+    step = len(results)
+    if step == 0:
+        return [{"type": "tool_use", "name": SERVER + "create_session",
+                 "input": {"project_id": "interop", "meta": {"title": "ledger talk"}}}]
+    session_id = json.loads(results[0]["text"])["session_id"]
+    calls = [
+        ("append_message", {"session_id": session_id, "message": {
+            "role": "user", "content": "We keep the zebraledger in PostgreSQL.", "append_id": "interop-1"}}),
+        ("search_messages", {"query": "zebraledger", "project_id": "interop"}),
+        ("record_decision", {"session_id": session_id, "decision_type": "database",
+                             "summary": "zebraledger lives in PostgreSQL", "rationale": "one database to run"}),
+        ("recall", {"query": "zebraledger", "project_id": "interop"}),
+    ]
+    if step <= len(calls):
+        name, arguments = calls[step - 1]
+        return [{"type": "tool_use", "name": SERVER + name, "input": arguments}]
+    return [{"type": "text", "text": "Noted: the ledger stays in PostgreSQL."}]
+
+
+@pytest.fixture
+def claude_home(tmp_path: Path, settings, profile: dict[str, str]) -> tuple[dict[str, str], Path]:
+    home, work = tmp_path / "claude-home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    (home / ".claude.json").write_text(json.dumps({
+        "hasCompletedOnboarding": True, "numStartups": 1,
+        "customApiKeyResponses": {"approved": ["sk-ant-dummy"], "rejected": []},
+        "projects": {str(work): {"hasTrustDialogAccepted": True}}}))
+    env = {k: v for k, v in profile.items() if not k.startswith(("ANTHROPIC_", "CLAUDE_"))}
+    env.update(HOME=str(home), ANTHROPIC_API_KEY="sk-ant-dummy", DISABLE_AUTOUPDATER="1",
+               CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_TELEMETRY="1", ENABLE_TOOL_SEARCH="false", MCP_MEMORY_DSN=settings.dsn)
+    done = subprocess.run([sys.executable, "-m", "mcp_memory", "install", "claude-code"], env=env, cwd=work,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return env, work
+
+
+def test_claude_code_shows_its_model_our_tool_results(claude_home, settings) -> None:
+    env, work = claude_home
+    with ScriptedModel(script) as model:
+        run = subprocess.run(["claude", "-p", PROMPT, "--allowedTools", "mcp__mcp-memory", "--output-format", "json"],
+                             env={**env, "ANTHROPIC_BASE_URL": model.url}, cwd=work, capture_output=True,
+                             text=True, timeout=240, stdin=subprocess.DEVNULL)
+        requests = model.main_requests()
+    assert run.returncode == 0, run.stderr[-2000:] + run.stdout[-2000:]
+    assert json.loads(run.stdout)["result"] == "Noted: the ledger stays in PostgreSQL."
+    results = tool_results(requests[-1])
+    assert len(results) == 5 and not any(r["is_error"] for r in results), results
+    created, appended, found, decided, recalled = (json.loads(r["text"]) for r in results)
+    session_id = created["session_id"]
+    assert session_id.startswith("ses_")
+    assert (appended["seq"], appended["duplicate"]) == (1, False)
+    assert [(m["session_id"], m["seq"]) for m in found["matches"]] == [(session_id, 1)]
+    assert "zebraledger" in found["matches"][0]["snippet"]
+    assert decided["decision_id"] and decided["version"] == 1
+    assert "zebraledger lives in PostgreSQL" in recalled["text"] and "accepted" in recalled["text"]
+    # the prompt reached the model
+    assert PROMPT in json.dumps(requests[0]["messages"])
+
+    # the Stop hook install added captured this very run (the prompt and the final answer)
+    with psycopg.connect(settings.dsn) as conn:
+        texts = [r[0] for r in conn.execute(
+            "SELECT m.payload::text FROM messages m JOIN sessions s USING (session_id) "
+            "WHERE s.agent_source = 'claude-code' ORDER BY m.seq").fetchall()]
+    assert any(PROMPT in t for t in texts) and any("ledger stays in PostgreSQL" in t for t in texts)
