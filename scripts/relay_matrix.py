@@ -15,9 +15,11 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the recorded fixtures
 
-from mcp_memory.adapters.relay import Hop, available_agents, fixtures, relay
+from agent_fixtures import fixtures  # noqa: E402
+
+from mcp_memory.agents.relay import Hop, available_agents, relay  # noqa: E402
 
 
 def run() -> tuple[list[str], dict[str, str], list[Hop]]:

@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from agent_fixtures import FIXTURES
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
+SHARED = FIXTURES
 CLAUDE = SHARED / "claude-code"
-pytestmark = pytest.mark.skipif(not CLAUDE.is_dir(), reason="shared/fixtures is not beside the checkout")
 
 
 def run(env, *args, dsn=None, stdin=None) -> subprocess.CompletedProcess:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import psycopg
 
-from mcp_memory.adapters.base import NeutralSession
+from mcp_memory.agents.base import NeutralSession
 from mcp_memory.core.imports import imported_session_id, record_export, store_sessions
 from mcp_memory.core.service import Service
 from mcp_memory.models import MessageIn

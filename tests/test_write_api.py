@@ -241,7 +241,7 @@ def test_a_schema_6_database_keeps_its_rows_and_tokens(empty_db, password_server
             conn.execute("INSERT INTO messages (session_id, seq, project_id, append_id, role, payload, payload_hash, "
                          "created_at) VALUES (%s, 1, 'old', 'a1', 'user', %s, %s, now())",
                          (sid, json.dumps(MSG), payload_digest(MSG)))
-        assert [m.version for m in migrate.migrate(empty_db)] == list(range(7, migrate.latest_version() + 1))
+        assert [m.version for m in migrate.migrate(empty_db)] == [m.version for m in migrate.available() if m.version > 6]
         svc = token_service(replace(settings, dsn=empty_db), created)
         try:
             assert [m.content for m in svc.read_session(sid).messages] == ["hello"]

@@ -15,8 +15,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from .. import adapters, launcher
-from ..adapters.base import NeutralSession, WriteOptions
+from .. import agents, launcher
+from ..agents.base import FormatError, NeutralSession, WriteOptions
 from ..config import Settings
 from ..errors import Invalid, McpMemoryError
 from ..models import MessageIn
@@ -24,10 +24,10 @@ from .output import print_json, progress, service
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
-    names = ", ".join(adapters.ADAPTERS)
+    names = ", ".join(agents.names())
     imp = sub.add_parser("import", help="native session files → neutral sessions in the database",
                          description=f"Agents: {names}. Example: mcp-memory import claude-code ~/.claude/projects/x/")
-    imp.add_argument("agent", choices=list(adapters.ADAPTERS))
+    imp.add_argument("agent", choices=agents.names())
     imp.add_argument("paths", nargs="+", type=Path, help="session files or folders")
     imp.add_argument("--project", help="project id for the imported sessions (default: from the session's cwd)")
     imp.add_argument("--json", action="store_true")
@@ -35,7 +35,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     exp = sub.add_parser("export", help="neutral session → the agent's native files",
                          description="Example: mcp-memory export ses_… --to claude-code --install")
     exp.add_argument("session_id")
-    exp.add_argument("--to", dest="agent", required=True, choices=list(adapters.ADAPTERS))
+    exp.add_argument("--to", dest="agent", required=True, choices=agents.names())
     where = exp.add_mutually_exclusive_group()
     where.add_argument("--out", type=Path, help="folder to write the native files into (default: .)")
     where.add_argument("--install", action="store_true", help="put them where the agent looks and print the resume command")
@@ -47,7 +47,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     exp.add_argument("--json", action="store_true")
 
     syn = sub.add_parser("sync", help="capture the agent's current session incrementally (for hooks)")
-    syn.add_argument("agent", choices=list(adapters.ADAPTERS))
+    syn.add_argument("agent", choices=agents.names())
     syn.add_argument("--hook", action="store_true", help="read the hook JSON on stdin; never fail the agent")
     syn.add_argument("--session", help="OpenCode: the session id to sync")
     syn.add_argument("--path", type=Path, help="the native session file to sync")
@@ -55,7 +55,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     syn.add_argument("--json", action="store_true")
 
     ins = sub.add_parser("install", help="register the MCP server (and capture hooks) in an agent's config")
-    ins.add_argument("agent", choices=[a for a in adapters.ADAPTERS if _has_integration(a)])
+    ins.add_argument("agent", choices=agents.installable())
     ins.add_argument("--scope", choices=["user", "project"], default="user")
     ins.add_argument("--cwd", type=Path, default=None, help="project directory for --scope project (default: .)")
     ins.add_argument("--uninstall", action="store_true", help="remove only what install added")
@@ -67,26 +67,18 @@ def handlers() -> dict[str, Callable[..., int]]:
     return {"import": import_, "export": export, "sync": capture.sync, "install": install}
 
 
-def _has_integration(agent: str) -> bool:
-    from importlib.util import find_spec
-
-    return find_spec(f"mcp_memory.integrations.{agent.replace('-', '_')}") is not None
-
-
 def import_(settings: Settings, args: argparse.Namespace) -> int:
     from ..core.imports import store_sessions
 
-    adapter = adapters.get(args.agent)
+    adapter = agents.adapter_for(args.agent)
     missing = [str(p) for p in args.paths if not p.exists()]
     if missing:
         raise Invalid(f"no such file or folder: {', '.join(missing)}")
     try:
-        sessions = adapter.read([p.expanduser() for p in args.paths])
-    except (ValueError, KeyError, TypeError, IndexError, AttributeError, OSError) as exc:
-        # files that are not this agent's format: a clear one-line error, nothing stored
-        detail = f"{type(exc).__name__}: {exc}" if not isinstance(exc, ValueError) else str(exc)
+        sessions = adapter.read_files([p.expanduser() for p in args.paths])
+    except (FormatError, OSError) as exc:  # files that are not this agent's format: nothing stored
         raise Invalid(f"cannot read {adapter.display_name} sessions from "
-                      f"{', '.join(map(str, args.paths))} ({detail})") from None
+                      f"{', '.join(map(str, args.paths))} ({exc})") from None
     empty = [s for s in sessions if not s.messages]
     sessions = [s for s in sessions if s.messages]
     if empty:  # files of another agent, or sessions with nothing in them: say so, store nothing
@@ -111,7 +103,7 @@ def import_(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def export(settings: Settings, args: argparse.Namespace) -> int:
-    adapter = adapters.get(args.agent)
+    adapter = agents.adapter_for(args.agent)
     with service(settings) as svc:
         session = svc.get_session(args.session_id)
         messages = _all_messages(svc, args.session_id)
@@ -152,13 +144,13 @@ def _record_relay(settings: Settings, session_id: str, adapter, written) -> dict
     from ..core.imports import record_export
 
     try:
-        read_back = adapter.read(list(written.files))
+        read_back = adapter.read_files(list(written.files))
         with service(settings) as svc:
             relay = record_export(svc, session_id, read_back, written.native_id)
     except McpMemoryError as exc:
         print(f"warning: relay lineage not recorded: {exc.render()}", file=sys.stderr)
         return None
-    except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
+    except (OSError, FormatError) as exc:
         print(f"warning: relay lineage not recorded: the written files could not be read back ({exc})",
               file=sys.stderr)
         return None
@@ -192,9 +184,9 @@ def _options(pairs: list[str]) -> dict[str, str]:
 
 
 def install(settings: Settings, args: argparse.Namespace) -> int:
-    from importlib import import_module
-
-    module = import_module(f"mcp_memory.integrations.{args.agent.replace('-', '_')}")
+    module = agents.get(args.agent).installer()
+    if module is None:
+        raise Invalid(f"{args.agent} launches no MCP servers: nothing to install")
     env = {k: v for k, v in os.environ.items() if k in ("MCP_MEMORY_DSN", "MCP_MEMORY_HOME", "MCP_MEMORY_CONFIG")}
     try:
         changes = module.register(scope=args.scope, command=launcher.command(), env=env,

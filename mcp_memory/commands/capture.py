@@ -19,8 +19,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .. import adapters
-from ..adapters.base import NeutralSession
+from .. import agents
+from ..agents.base import FormatError, NeutralSession
 from ..config import Settings
 from ..errors import Invalid, McpMemoryError, Unavailable
 from ..models import MessageIn
@@ -68,26 +68,13 @@ def _sync(settings: Settings, args: argparse.Namespace, *, payload: dict[str, An
 
 
 def _read_new(settings: Settings, args: argparse.Namespace, payload: dict[str, Any]):
-    adapter = adapters.get(args.agent)
-    if args.agent == "opencode" and args.session:
-        from ..adapters.opencode import default_db_path, read_session_from_db
-
-        db_path = args.path or default_db_path(os.environ)
-        key = f"opencode:{db_path}:{args.session}"
-        sessions, cursor = read_session_from_db(db_path, args.session, _load_cursor(settings, key))
-        return sessions, key, cursor
-    path = args.path
-    if path is None and args.agent == "claude-code" and payload:
-        from ..adapters.claude_code import transcript_from_hook
-
-        path = transcript_from_hook(payload)
-    if path is None:
-        raise Invalid("say which session to sync: --path FILE (or --hook with the hook JSON on stdin)")
-    if not path.exists():
-        raise Invalid(f"no such session file: {path}")
-    key = f"{args.agent}:{path.resolve()}"
-    sessions, cursor = adapter.read_incremental(path, _load_cursor(settings, key))
-    return sessions, key, cursor
+    try:
+        target = agents.get(args.agent).capture_target(path=args.path, session=args.session, hook=payload,
+                                                       environ=os.environ)
+    except FormatError as exc:
+        raise Invalid(str(exc)) from None
+    sessions, cursor = target.read(_load_cursor(settings, target.key))
+    return sessions, target.key, cursor
 
 
 def _cursor_file(settings: Settings, key: str) -> Path:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..adapters.base import NeutralSession
+from ..agents.base import NeutralSession
 from ..errors import Invalid, McpMemoryError, Unavailable
 from ..store.imports_repo import Relay, ensure_session, find_relays, fork_for_relay, record_relay
 from ..store.repo import Store

@@ -44,9 +44,9 @@ def cli(env: dict[str, str], *args: str, stdin: str | None = None) -> float:
 
 def raw_copy_seconds(dsn: str, path: Path) -> float:
     """COPY of the very payloads the import stores (as the adapter reads them), into a bare table."""
-    from mcp_memory.adapters import get
+    from mcp_memory.agents import adapter_for
 
-    payloads = [m.payload() for s in get("claude-code").read([path]) for m in s.messages]
+    payloads = [m.payload() for s in adapter_for("claude-code").read([path]) for m in s.messages]
     table = f"bench_copy_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(dsn) as conn:
         conn.execute(f"CREATE TABLE {table} (session_id text, seq bigint, payload jsonb)")

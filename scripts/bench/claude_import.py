@@ -13,7 +13,7 @@ import time
 import uuid
 from pathlib import Path
 
-from mcp_memory.adapters import get
+from mcp_memory.agents import adapter_for
 
 FIXTURE = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "real" / "claude-code"
 
@@ -41,7 +41,7 @@ def transcript(copies: int) -> list[str]:
 
 def main() -> None:
     copies = int(sys.argv[1]) if len(sys.argv) > 1 else 107
-    adapter = get("claude-code")
+    adapter = adapter_for("claude-code")
     lines = transcript(copies)
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "big.jsonl"

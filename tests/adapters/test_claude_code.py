@@ -9,13 +9,12 @@ from typing import Any
 
 import pytest
 
-from mcp_memory.adapters import NeutralSession, WriteOptions, get
+from mcp_memory.agents import NeutralSession, WriteOptions, adapter_for
 from mcp_memory.models import MessageIn
+from agent_fixtures import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
 OLD = FIXTURES / "claude-code"
 REAL = FIXTURES / "real" / "claude-code"
-pytestmark = pytest.mark.skipif(not OLD.is_dir(), reason="shared/fixtures is not beside the checkout")
 
 EN = "7f067304-bc03-4ecd-8ff1-a312615dda64"
 SUB = "1a57e303-c8e7-409a-b31f-077b6c37647f"
@@ -34,7 +33,7 @@ def real(name: str) -> Path:
 
 @pytest.fixture(scope="module")
 def adapter():
-    return get("claude-code")
+    return adapter_for("claude-code")
 
 
 def records(path: Path) -> list[dict[str, Any]]:

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from mcp_memory.adapters import NeutralSession, WriteOptions, get
+from mcp_memory.agents import NeutralSession, WriteOptions, adapter_for
 from mcp_memory.models import MessageIn
+from agent_fixtures import FIXTURES
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
@@ -56,7 +57,7 @@ def foreign_session() -> NeutralSession:
 
 @pytest.fixture(scope="module")
 def adapter():
-    return get("claude-code")
+    return adapter_for("claude-code")
 
 
 def lines_of(path: Path) -> list[dict]:
@@ -124,9 +125,7 @@ def test_foreign_transcript_reads_back(adapter, tmp_path: Path) -> None:
 
 
 def test_changed_claude_message_is_rewritten_from_neutral_fields(adapter, tmp_path: Path) -> None:
-    fixtures = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "claude-code"
-    if not fixtures.is_dir():
-        pytest.skip("shared/fixtures is not beside the checkout")
+    fixtures = FIXTURES / "claude-code"
     session = adapter.read([fixtures / "entireio-cli_c9-883595c929-0.jsonl"])[0]
     session.messages[-1].content = "edited afterwards"
     written = adapter.write(session, tmp_path, WriteOptions(cwd=Path("/p")))

@@ -9,17 +9,16 @@ from typing import Any
 
 import pytest
 
-from mcp_memory.adapters import get
-from mcp_memory.adapters.claude_code import transcript_from_hook
+from mcp_memory.agents import adapter_for
+from mcp_memory.agents.claude_code.adapter import transcript_from_hook
+from agent_fixtures import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
 REAL = FIXTURES / "real" / "claude-code"
-pytestmark = pytest.mark.skipif(not REAL.is_dir(), reason="shared/fixtures is not beside the checkout")
 
 
 @pytest.fixture(scope="module")
 def adapter():
-    return get("claude-code")
+    return adapter_for("claude-code")
 
 
 def fixture_lines(name: str) -> list[str]:

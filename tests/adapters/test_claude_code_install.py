@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_memory.integrations.claude_code import HOOK_EVENTS, register
+from mcp_memory.agents.claude_code.install import HOOK_EVENTS, register
 
 COMMAND = ["/opt/venv/bin/mcp-memory"]
 HOOK = "/opt/venv/bin/mcp-memory sync claude-code --hook"

@@ -8,19 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from mcp_memory.adapters import get
-from mcp_memory.adapters.base import NeutralSession, WriteOptions
+from mcp_memory.agents import adapter_for
+from mcp_memory.agents.base import NeutralSession, WriteOptions
 from mcp_memory.models import MessageIn
+from agent_fixtures import FIXTURES
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
+SHARED = FIXTURES
 REAL = SHARED / "real" / "codex" / "en" / "sessions"
 FIXTURES = sorted((SHARED / "codex").glob("*.jsonl")) + sorted(REAL.rglob("*.jsonl"))
-needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="shared/fixtures is not beside the checkout")
 
 
 @pytest.fixture
 def adapter():
-    return get("codex")
+    return adapter_for("codex")
 
 
 def payloads(session: NeutralSession) -> list[dict]:
@@ -48,7 +48,6 @@ def foreign_session() -> NeutralSession:
     )
 
 
-@needs_shared
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
 def test_round_trip_is_lossless(adapter, path, tmp_path):
     (first,) = adapter.read([path])
@@ -60,7 +59,6 @@ def test_round_trip_is_lossless(adapter, path, tmp_path):
     assert first.report.lossless and written.report.lossless
 
 
-@needs_shared
 def test_real_rollout_is_rewritten_line_for_line(adapter, tmp_path):
     (path,) = sorted(REAL.rglob("*.jsonl"))
     (session,) = adapter.read([path])
@@ -70,7 +68,6 @@ def test_real_rollout_is_rewritten_line_for_line(adapter, tmp_path):
     assert [json.loads(line) for line in written.files[0].read_text().splitlines()] == original
 
 
-@needs_shared
 def test_real_rollout_transcript(adapter):
     (session,) = adapter.read([REAL])
     roles = [m.role for m in session.messages]
@@ -92,7 +89,6 @@ def test_real_rollout_transcript(adapter):
     assert sum(kept.values()) == 21 and not session.report.dropped
 
 
-@needs_shared
 def test_append_ids_are_deterministic_and_unique(adapter):
     (first,) = adapter.read([REAL])
     (second,) = adapter.read([REAL])
@@ -101,7 +97,6 @@ def test_append_ids_are_deterministic_and_unique(adapter):
     assert len(set(ids)) == len(ids)
 
 
-@needs_shared
 def test_legacy_format_and_encrypted_reasoning(adapter):
     (session,) = adapter.read([SHARED / "codex" / "ai-sessions.codex-older-format.jsonl"])
     assert session.native_id == "test-session-789"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_memory.integrations import codex
+from mcp_memory.agents.codex import install as codex
 
 EXISTING = '# my settings\nmodel = "o3"\n\n[mcp_servers.other]\ncommand = "other" # keep me\n'
 

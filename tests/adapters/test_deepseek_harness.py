@@ -7,16 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from mcp_memory.adapters import get
-from mcp_memory.adapters.base import NeutralSession, WriteOptions
-from mcp_memory.adapters.deepseek_harness import encode_segment, project_key, read_lines
+from mcp_memory.agents import adapter_for
+from mcp_memory.agents.base import NeutralSession, WriteOptions
+from mcp_memory.agents.deepseek_harness.adapter import encode_segment, project_key, read_lines
+from agent_fixtures import FIXTURES
 
 TESTS = Path(__file__).resolve().parents[1] / "fixtures"
-SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "deepseek"
+SHARED = FIXTURES / "dsh"
 ZSTD = TESTS / "deepseek" / "e128dda9-ed11-4868-8266-0ef90d03c3d6" / "session.jsonl.zstd"
 LOGS = sorted(SHARED.glob("*.session.jsonl")) + [ZSTD]
 
-adapter = get("deepseek-harness")
+adapter = adapter_for("deepseek-harness")
 
 
 def _read(path: Path) -> NeutralSession:
@@ -25,8 +26,7 @@ def _read(path: Path) -> NeutralSession:
 
 
 def _needs(path: Path) -> None:
-    if not path.exists():
-        pytest.skip("shared/fixtures is not beside the checkout")
+    assert path.exists(), path
 
 
 def test_zstd_multi_frame_log_reads_with_times() -> None:
@@ -99,7 +99,7 @@ def _check_log(lines: list[dict]) -> None:
 
 
 def test_foreign_session_gives_a_well_formed_log(tmp_path: Path) -> None:
-    [source] = get("openai").read([TESTS / "openai" / "chat-parts-parallel-tools.json"])
+    [source] = adapter_for("openai").read([TESTS / "openai" / "chat-parts-parallel-tools.json"])
     written = adapter.write(source, tmp_path, WriteOptions(cwd=Path("/home/dev/demo")))
     header, *rest = [json.loads(line) for line in read_lines(written.files[0])]
     assert header["type"] == "session" and header["version"] == 0 and header["cwd"] == "/home/dev/demo"
@@ -118,7 +118,7 @@ def test_foreign_session_gives_a_well_formed_log(tmp_path: Path) -> None:
 
 def test_appending_foreign_messages_continues_seq_and_turns(tmp_path: Path) -> None:
     session = _read(ZSTD)
-    [extra] = get("openai").read([TESTS / "openai" / "chat-parts-parallel-tools.json"])
+    [extra] = adapter_for("openai").read([TESTS / "openai" / "chat-parts-parallel-tools.json"])
     session.messages.extend(extra.messages[1:])
     written = adapter.write(session, tmp_path, WriteOptions())
     lines = [json.loads(line) for line in read_lines(written.files[0])][1:]

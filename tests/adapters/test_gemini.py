@@ -9,22 +9,22 @@ from pathlib import Path
 
 import pytest
 
-from mcp_memory.adapters import get
-from mcp_memory.adapters.base import NeutralSession, WriteOptions
+from mcp_memory.agents import adapter_for
+from mcp_memory.agents.base import NeutralSession, WriteOptions
 from mcp_memory.models import MessageIn
+from agent_fixtures import FIXTURES
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
+SHARED = FIXTURES
 REAL = SHARED / "real" / "gemini" / "en" / ".gemini"
 FIXTURES = sorted((SHARED / "gemini").glob("session-*")) + sorted(
     (SHARED / "gemini").glob("ai-sessions.*.json")
 )
 FIXTURES += sorted(REAL.rglob("session-*.jsonl"))
-needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="shared/fixtures is not beside the checkout")
 
 
 @pytest.fixture
 def adapter():
-    return get("gemini")
+    return adapter_for("gemini")
 
 
 def payloads(session: NeutralSession) -> list[dict]:
@@ -62,7 +62,6 @@ def foreign_session() -> NeutralSession:
     )
 
 
-@needs_shared
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
 def test_round_trip_is_lossless(adapter, path, tmp_path):
     (first,) = adapter.read([path])
@@ -75,7 +74,6 @@ def test_round_trip_is_lossless(adapter, path, tmp_path):
     assert written.files[0].suffix == ".jsonl"
 
 
-@needs_shared
 def test_real_chat_after_a_resume(adapter):
     """0.61 reloads the history on resume ($set messages) and writes each tool answer twice."""
     (session,) = adapter.read([REAL])
@@ -112,7 +110,6 @@ def test_real_chat_after_a_resume(adapter):
     assert len(set(ids)) == len(ids) and ids == [m.append_id for m in adapter.read([REAL])[0].messages]
 
 
-@needs_shared
 def test_legacy_json_tool_results(adapter):
     (session,) = adapter.read([SHARED / "gemini" / "ai-sessions.session-2025-10-18T14-57-f86f5318.json"])
     tools = [m for m in session.messages if m.role == "tool"]
@@ -227,11 +224,10 @@ def test_resume_stub_with_the_same_session_id_is_folded_into_the_full_session(tm
     session is resumed across minutes; reading the folder gives one session, the full one."""
     import json
 
-    from mcp_memory.adapters import get
+    from mcp_memory.agents import adapter_for
 
     real = sorted((SHARED / "real" / "gemini").rglob("session-*.jsonl"))
-    if not real:
-        pytest.skip("no real Gemini chat files in shared/fixtures")
+    assert real
     full = real[0]
     header = json.loads(full.read_text().splitlines()[0])
     stub = tmp_path / "chats" / "session-2099-01-01T00-00-stub.jsonl"
@@ -240,7 +236,7 @@ def test_resume_stub_with_the_same_session_id_is_folded_into_the_full_session(tm
     setup = {"$set": {"messages": [{"id": "x1", "timestamp": "2099-01-01T00:00:00Z", "type": "user",
                                     "content": [{"text": "<session_context>\nsetup\n</session_context>"}]}]}}
     stub.write_text(json.dumps(header) + "\n" + json.dumps(setup) + "\n")
-    sessions = get("gemini").read([tmp_path])
+    sessions = adapter_for("gemini").read([tmp_path])
     assert len(sessions) == 1
-    assert len(sessions[0].messages) == len(get("gemini").read([full])[0].messages)
+    assert len(sessions[0].messages) == len(adapter_for("gemini").read([full])[0].messages)
     assert sessions[0].report.dropped["chat file with the same sessionId (a resume stub)"] == 1

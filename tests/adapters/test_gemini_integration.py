@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_memory.integrations import gemini
+from mcp_memory.agents.gemini import install as gemini
 
 ENTRY = {"command": "/bin/mcp-memory", "args": ["serve"], "env": {"MCP_MEMORY_DSN": "x"}}
 

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from mcp_memory.adapters import get
-from mcp_memory.adapters.base import NeutralSession, WriteOptions
+from mcp_memory.agents import adapter_for
+from mcp_memory.agents.base import NeutralSession, WriteOptions
 from mcp_memory.models import MessageIn
 
 HERE = Path(__file__).resolve().parents[1] / "fixtures" / "hermes"
 EXPORT = HERE / "hermes-export.SYNTHETIC.jsonl"
 SQL = HERE / "hermes-state-minimal.SYNTHETIC.sql"
 
-adapter = get("hermes")
+adapter = adapter_for("hermes")
 
 
 @pytest.fixture
@@ -102,7 +102,7 @@ def test_round_trip_is_lossless(tmp_path: Path) -> None:
 
 
 def test_foreign_session_becomes_an_importable_record(tmp_path: Path) -> None:
-    [source] = get("openai").read(
+    [source] = adapter_for("openai").read(
         [Path(__file__).resolve().parents[1] / "fixtures" / "openai" / "chat-parts-parallel-tools.json"]
     )
     written = adapter.write(source, tmp_path, WriteOptions(cwd=Path("/work/demo")))

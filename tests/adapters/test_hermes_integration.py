@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from mcp_memory.integrations.hermes import config_path, register
+from mcp_memory.agents.hermes.install import config_path, register
 
 EXISTING = """\
 # my Hermes settings

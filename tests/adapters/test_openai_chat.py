@@ -7,16 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from mcp_memory.adapters import get
-from mcp_memory.adapters.base import NeutralSession, WriteOptions
+from mcp_memory.agents import adapter_for
+from mcp_memory.agents.base import NeutralSession, WriteOptions
 from mcp_memory.models import MessageIn
+from agent_fixtures import FIXTURES
 
 HERE = Path(__file__).resolve().parents[1] / "fixtures" / "openai"
-SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "deepseek"
+SHARED = FIXTURES / "dsh"
 REQUEST = SHARED / "deepseek-api-thinking-toolcall-request.SYNTHETIC.json"
 PARTS = HERE / "chat-parts-parallel-tools.json"
 
-adapter = get("openai")
+adapter = adapter_for("openai")
 
 
 def _read(path: Path) -> NeutralSession:
@@ -49,8 +50,6 @@ def test_append_ids_are_stable_across_reads() -> None:
 
 @pytest.mark.parametrize("path", [PARTS, REQUEST], ids=lambda p: p.name)
 def test_round_trip_is_lossless(path: Path, tmp_path: Path) -> None:
-    if not path.exists():
-        pytest.skip("shared/fixtures is not beside the checkout")
     written = adapter.write(_read(path), tmp_path, WriteOptions())
     assert json.loads(written.files[0].read_text()) == json.loads(path.read_text())
     assert written.report.lossless

@@ -9,14 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from mcp_memory.adapters import NeutralSession, WriteOptions, get
-from mcp_memory.adapters.opencode import OpenCodeAdapter, default_db_path
+from mcp_memory.agents import NeutralSession, WriteOptions, adapter_for
+from mcp_memory.agents.opencode.adapter import OpenCodeAdapter, default_db_path
 from mcp_memory.models import MessageIn
+from agent_fixtures import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
 SYNTHETIC = FIXTURES / "opencode"
 REAL = FIXTURES / "real" / "opencode"
-pytestmark = pytest.mark.skipif(not SYNTHETIC.is_dir(), reason="shared/fixtures is not beside the checkout")
 
 SOURCES = [
     SYNTHETIC / "export-v1" / "ses_export.json",
@@ -41,7 +40,7 @@ def neutral(sessions: list[NeutralSession]) -> list[tuple[str, list[dict], dict]
 
 
 def test_registry_name() -> None:
-    assert isinstance(get("opencode"), OpenCodeAdapter)
+    assert isinstance(adapter_for("opencode"), OpenCodeAdapter)
     assert OpenCodeAdapter.display_name == "OpenCode"
 
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from mcp_memory.adapters.opencode import OpenCodeAdapter, read_session_from_db
+from mcp_memory.agents.opencode.adapter import OpenCodeAdapter, read_session_from_db
+from agent_fixtures import FIXTURES
 
-REAL = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "real" / "opencode"
-pytestmark = pytest.mark.skipif(not REAL.is_dir(), reason="shared/fixtures is not beside the checkout")
+REAL = FIXTURES / "real" / "opencode"
 
 
 def payloads(sessions) -> dict[str, list[dict]]:

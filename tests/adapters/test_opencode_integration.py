@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_memory.integrations.opencode import PLUGIN_NAME, plugin_source, register
+from mcp_memory.agents.opencode.install import PLUGIN_NAME, plugin_source, register
 
 USER_JSONC = """// my OpenCode settings
 {

@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from mcp_memory.adapters import ADAPTERS
-from mcp_memory.adapters.relay import available_agents, fixtures, relay
+from agent_fixtures import fixtures
+
+from mcp_memory.agents import names
+from mcp_memory.agents.relay import available_agents, relay
 
 STATUS = available_agents()
 MUST_KEEP = ("user text", "assistant text", "tool pair")
@@ -20,9 +22,9 @@ MUST_KEEP = ("user text", "assistant text", "tool pair")
 
 def _cases() -> list[object]:
     cases: list[object] = []
-    for source in ADAPTERS:
+    for source in names():
         found = fixtures(source) if STATUS[source] is None else []
-        for target in ADAPTERS:
+        for target in names():
             reason = STATUS[source] or STATUS[target]
             if reason or not found:
                 why = (

@@ -19,10 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from mcp_memory.adapters import NeutralSession, WriteOptions, get
+from mcp_memory.agents import NeutralSession, WriteOptions, adapter_for
 from mcp_memory.models import MessageIn
+from agent_fixtures import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "real" / "claude-code"
+FIXTURES = FIXTURES / "real" / "claude-code"
 pytestmark = [
     pytest.mark.interop,
     pytest.mark.skipif(shutil.which("claude") is None, reason="claude (Claude Code CLI) is not on PATH"),
@@ -90,7 +91,7 @@ def wait_for(name: str, text: str, timeout: float = 45) -> str:
 
 
 def install(session: NeutralSession, home: Path, work: Path) -> str:
-    adapter = get("claude-code")
+    adapter = adapter_for("claude-code")
     written = adapter.install(session, cwd=work, env={"HOME": str(home)}, options=WriteOptions())
     assert written.files[0].parent == adapter.install_dir(work, {"HOME": str(home)})
     assert written.resume_command.endswith(f"claude --resume {written.native_id}")
@@ -99,10 +100,8 @@ def install(session: NeutralSession, home: Path, work: Path) -> str:
 
 def test_picker_lists_and_opens_a_claude_session(sandbox, tmux) -> None:
     home, work = sandbox
-    source = next(FIXTURES.rglob("7f067304-*.jsonl"), None)
-    if source is None:
-        pytest.skip("shared/fixtures is not beside the checkout")
-    session = next(s for s in get("claude-code").read([source]) if s.parent_native_id is None)
+    source = next(FIXTURES.rglob("7f067304-*.jsonl"))
+    session = next(s for s in adapter_for("claude-code").read([source]) if s.parent_native_id is None)
     install(session, home, work)
     start_picker(tmux, home, work)
     wait_for(tmux, "Our order module peaks at 200 QPS")

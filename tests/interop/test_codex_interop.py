@@ -19,12 +19,13 @@ from typing import Self
 
 import pytest
 
-from mcp_memory.adapters import NeutralSession, WriteOptions, get
-from mcp_memory.integrations import codex as codex_integration
+from mcp_memory.agents import NeutralSession, WriteOptions, adapter_for
+from mcp_memory.agents.codex import install as codex_integration
 from mcp_memory.models import MessageIn
+from agent_fixtures import FIXTURES
 
 REAL = (
-    Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "real" / "codex" / "en" / "sessions"
+    FIXTURES / "real" / "codex" / "en" / "sessions"
 )
 CONFIG = """check_for_update_on_startup = false
 [analytics]
@@ -139,7 +140,7 @@ def sample() -> NeutralSession:
 def test_codex_lists_and_replays_a_foreign_session(env, tmp_path):
     work = tmp_path / "work"
     work.mkdir()
-    written = get("codex").install(sample(), cwd=work, env=env, options=WriteOptions(thinking="text"))
+    written = adapter_for("codex").install(sample(), cwd=work, env=env, options=WriteOptions(thinking="text"))
     with AppServer(env, work) as server:
         thread = server.listed(work, written.native_id)
         assert thread is not None, "codex did not list the written rollout"
@@ -155,9 +156,8 @@ def test_codex_lists_and_replays_a_foreign_session(env, tmp_path):
     assert [i["summary"] for i in items if i["type"] == "reasoning"] == [["Need the load numbers."]]
 
 
-@pytest.mark.skipif(not REAL.is_dir(), reason="shared/fixtures is not beside the checkout")
 def test_codex_lists_a_real_rollout_after_our_round_trip(env, tmp_path):
-    adapter = get("codex")
+    adapter = adapter_for("codex")
     (session,) = adapter.read([REAL])
     work = tmp_path / "work"
     work.mkdir()

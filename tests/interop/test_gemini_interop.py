@@ -18,11 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from mcp_memory.adapters import NeutralSession, WriteOptions, get
+from mcp_memory.agents import NeutralSession, WriteOptions, adapter_for
 from mcp_memory.models import MessageIn
+from agent_fixtures import FIXTURES
 
 REAL = (
-    Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "real" / "gemini" / "en" / ".gemini"
+    FIXTURES / "real" / "gemini" / "en" / ".gemini"
 )
 SETTINGS = {
     "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
@@ -125,7 +126,7 @@ def sample(native_id: str, prompt: str) -> NeutralSession:
 
 
 def test_gemini_lists_foreign_sessions_in_new_and_known_projects(env, tmp_path):
-    adapter = get("gemini")
+    adapter = adapter_for("gemini")
     work = tmp_path / "work"
     work.mkdir()
     first = adapter.install(
@@ -145,9 +146,8 @@ def test_gemini_lists_foreign_sessions_in_new_and_known_projects(env, tmp_path):
     )
 
 
-@pytest.mark.skipif(not REAL.is_dir(), reason="shared/fixtures is not beside the checkout")
 def test_gemini_lists_a_real_chat_after_our_round_trip(env, tmp_path):
-    adapter = get("gemini")
+    adapter = adapter_for("gemini")
     (session,) = adapter.read([REAL])
     work = tmp_path / "work"
     work.mkdir()

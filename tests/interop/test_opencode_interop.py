@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from mcp_memory.adapters import NeutralSession, WriteOptions
-from mcp_memory.adapters.opencode import OpenCodeAdapter, default_db_path
+from mcp_memory.agents import NeutralSession, WriteOptions
+from mcp_memory.agents.opencode.adapter import OpenCodeAdapter, default_db_path
 from mcp_memory.models import MessageIn
+from agent_fixtures import FIXTURES
 
-REAL = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "real" / "opencode"
+REAL = FIXTURES / "real" / "opencode"
 pytestmark = [
     pytest.mark.interop,
     pytest.mark.skipif(shutil.which("opencode") is None, reason="opencode is not on PATH"),
@@ -114,7 +115,6 @@ def test_foreign_session_imports_lists_and_exports_back(env: dict[str, str], pro
     assert [m.payload() for m in from_db.messages] == [m.payload() for m in from_file.messages]
 
 
-@pytest.mark.skipif(not REAL.is_dir(), reason="shared/fixtures is not beside the checkout")
 def test_real_export_round_trips_through_the_binary(env: dict[str, str], project: Path) -> None:
     adapter = OpenCodeAdapter()
     (session,) = adapter.read([REAL / "en" / "export-ses_dd6207bd2ffe78J5O1EUC09xWA.json"])

@@ -1,0 +1,60 @@
+"""The agents mcp-memory speaks with: one package per agent, found by CLI name through this registry.
+
+Each package (`claude_code/`, `opencode/`, …) holds the agent's reader, writer, capture and install
+code and a README.md with the format facts they rely on; its `__init__.py` defines `AGENT`, an
+`Agent` whose parts are imported only when used, so `serve` never pays for them. Adding an agent is
+one package, one line below and its recorded fixtures under tests/fixtures/.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+from .base import (
+    Adapter,
+    Agent,
+    CaptureTarget,
+    FormatError,
+    MappingReport,
+    NeutralSession,
+    WriteOptions,
+    WrittenSession,
+)
+
+__all__ = ["Adapter", "Agent", "CaptureTarget", "FormatError", "MappingReport", "NeutralSession", "WriteOptions",
+           "WrittenSession", "adapter_for", "get", "installable", "names"]
+
+# CLI name -> package below this one
+_REGISTRY: dict[str, str] = {
+    "claude-code": "claude_code",
+    "opencode": "opencode",
+    "codex": "codex",
+    "gemini": "gemini",
+    "hermes": "hermes",
+    "deepseek-harness": "deepseek_harness",
+    "openai": "openai_chat",
+}
+
+
+def names() -> list[str]:
+    """Every agent's CLI name, in a stable order."""
+    return list(_REGISTRY)
+
+
+def get(name: str) -> Agent:
+    try:
+        package = _REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown agent {name!r}; choose one of: {', '.join(_REGISTRY)}") from None
+    agent: Agent = import_module(f"{__name__}.{package}").AGENT
+    return agent
+
+
+def installable() -> list[str]:
+    """The agents that `mcp-memory install` can register with (those that launch MCP servers)."""
+    return [name for name in _REGISTRY if get(name).can_install]
+
+
+def adapter_for(name: str) -> Adapter:
+    """A new adapter of agent `name`'s format."""
+    return get(name).adapter()

@@ -1,0 +1,34 @@
+"""Claude Code: transcripts under `~/.claude/projects/<encoded cwd>/<session uuid>.jsonl`, capture
+from its Stop/SubagentStop/PreCompact/SessionEnd hooks, MCP entry in `~/.claude.json`. See README.md."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from ..base import Adapter, Agent
+
+
+class ClaudeCode(Agent):
+    name = "claude-code"
+    display_name = "Claude Code"
+
+    def adapter(self) -> Adapter:
+        from .adapter import ClaudeCodeAdapter
+
+        return ClaudeCodeAdapter()
+
+    def installer(self) -> ModuleType:
+        from . import install
+
+        return install
+
+    def path_from_hook(self, hook: Mapping[str, Any]) -> Path | None:
+        from .adapter import transcript_from_hook
+
+        return transcript_from_hook(hook) if hook else None
+
+
+AGENT = ClaudeCode()

@@ -1,0 +1,74 @@
+"""Register mcp-memory with Codex CLI: `[mcp_servers.mcp-memory]` in `$CODEX_HOME/config.toml`.
+
+Where Codex reads it: shared/research/other-agents.md §3 (`[mcp_servers.<name>] command/args/env` in
+`~/.codex/config.toml`; CODEX_HOME replaces `~/.codex`). The notes name no project-level file, so scope
+"project" is refused. The file is edited with tomlkit so that comments and the order of other tables
+survive; running twice changes nothing; uninstall removes only our table.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from pathlib import Path
+
+import tomlkit
+from tomlkit.exceptions import TOMLKitError
+
+from ...files import atomic_write
+from ..install_support import check_request
+
+SERVER_NAME = "mcp-memory"
+
+
+def config_path(environ: Mapping[str, str]) -> Path:
+    home = environ.get("CODEX_HOME")
+    return Path(home) / "config.toml" if home else Path(environ["HOME"]) / ".codex" / "config.toml"
+
+
+def register(
+    *,
+    scope: str,
+    command: list[str],
+    env: dict[str, str],
+    cwd: Path,
+    environ: Mapping[str, str],
+    uninstall: bool = False,
+) -> list[str]:
+    """Add (or remove) the MCP server table; returns what changed, one line each."""
+    if scope == "project":
+        raise ValueError("Codex CLI reads MCP servers from $CODEX_HOME/config.toml only; use --scope user")
+    check_request(scope, command, scopes=("user",))
+    path = config_path(environ)
+    document = _load(path)
+    servers = document.get("mcp_servers")
+    if uninstall:
+        if servers is None or SERVER_NAME not in servers:
+            return []
+        del servers[SERVER_NAME]
+        if not servers:
+            del document["mcp_servers"]
+        text = tomlkit.dumps(document).rstrip("\n")
+        atomic_write(path, text + "\n" if text else "", new_mode=0o600)
+        return [f"{path}: removed MCP server {SERVER_NAME}"]
+    entry = {"command": command[0], "args": [*command[1:], "serve"], "env": dict(env)}
+    if servers is not None and SERVER_NAME in servers and servers[SERVER_NAME].unwrap() == entry:
+        return []
+    verb = "updated" if servers is not None and SERVER_NAME in servers else "added"
+    if servers is None:
+        servers = tomlkit.table(is_super_table=True)
+        document["mcp_servers"] = servers
+    table = tomlkit.table()
+    table.update(entry)
+    servers[SERVER_NAME] = table
+    atomic_write(path, tomlkit.dumps(document), new_mode=0o600)
+    return [f"{path}: {verb} MCP server {SERVER_NAME} ({shlex.join([entry['command'], *entry['args']])})"]
+
+
+def _load(path: Path) -> tomlkit.TOMLDocument:
+    if not path.exists():
+        return tomlkit.document()
+    try:
+        return tomlkit.parse(path.read_text(encoding="utf-8"))
+    except TOMLKitError as exc:
+        raise ValueError(f"{path} is not valid TOML ({exc}); fix it before registering") from None

@@ -1,0 +1,18 @@
+"""The DeepSeek harness (`dsh`): its append-only session event log. See README.md."""
+
+from __future__ import annotations
+
+from ..base import Adapter, Agent
+
+
+class DeepSeekHarness(Agent):
+    name = "deepseek-harness"
+    display_name = "DeepSeek harness"
+
+    def adapter(self) -> Adapter:
+        from .adapter import DeepSeekHarnessAdapter
+
+        return DeepSeekHarnessAdapter()
+
+
+AGENT = DeepSeekHarness()

@@ -1,0 +1,25 @@
+"""Gemini CLI: chats under `~/.gemini/tmp/<project>/chats/`, MCP entry in `settings.json`. See README.md."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from ..base import Adapter, Agent
+
+
+class Gemini(Agent):
+    name = "gemini"
+    display_name = "Gemini CLI"
+
+    def adapter(self) -> Adapter:
+        from .adapter import GeminiAdapter
+
+        return GeminiAdapter()
+
+    def installer(self) -> ModuleType:
+        from . import install
+
+        return install
+
+
+AGENT = Gemini()

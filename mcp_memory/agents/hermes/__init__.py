@@ -1,0 +1,25 @@
+"""HermesAgent: `~/.hermes/state.db` and `hermes sessions export` JSONL, MCP entry in `config.yaml`. See README.md."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from ..base import Adapter, Agent
+
+
+class Hermes(Agent):
+    name = "hermes"
+    display_name = "HermesAgent"
+
+    def adapter(self) -> Adapter:
+        from .adapter import HermesAdapter
+
+        return HermesAdapter()
+
+    def installer(self) -> ModuleType:
+        from . import install
+
+        return install
+
+
+AGENT = Hermes()

@@ -1,0 +1,113 @@
+"""Register mcp-memory as an MCP server in HermesAgent's `config.yaml`.
+
+Hermes reads MCP servers from the `mcp_servers` mapping of `$HERMES_HOME/config.yaml` (default
+`~/.hermes/config.yaml`), one entry per server with `command`, `args` and `env`
+(hermes-agent website/docs/user-guide/features/mcp.md; shared/research/other-agents.md §1.5).
+The file is edited with ruamel.yaml's round-trip mode, so the user's comments, key order and other
+settings stay as they were; only the `mcp-memory` entry is added, replaced or removed.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML, YAMLError
+from ruamel.yaml.comments import CommentedMap
+
+from ...files import atomic_write
+
+SERVER_NAME = "mcp-memory"
+
+
+def config_path(environ: Mapping[str, str]) -> Path:
+    """`$HERMES_HOME/config.yaml`, else `$HOME/.hermes/config.yaml`."""
+    if environ.get("HERMES_HOME"):
+        return Path(environ["HERMES_HOME"]) / "config.yaml"
+    if not environ.get("HOME"):
+        raise ValueError("neither HERMES_HOME nor HOME is set; cannot find Hermes' config.yaml")
+    return Path(environ["HOME"]) / ".hermes" / "config.yaml"
+
+
+def register(
+    *,
+    scope: str,
+    command: list[str],
+    env: dict[str, str],
+    cwd: Path,
+    environ: Mapping[str, str],
+    uninstall: bool = False,
+) -> list[str]:
+    """Add (or with `uninstall`, remove) the `mcp-memory` server; returns what changed.
+
+    Hermes has one config per home (profile), no per-project file, so only scope "user" exists;
+    `cwd` is accepted for the common installer signature and not used.
+    """
+    if scope != "user":
+        raise ValueError(f"Hermes has no {scope}-scoped MCP config; use --scope user")
+    path = config_path(environ)
+    yaml = _yaml()
+    document = _load(yaml, path)
+    servers = document.get("mcp_servers")
+    if uninstall:
+        if not isinstance(servers, dict) or SERVER_NAME not in servers:
+            return [f"{path}: no {SERVER_NAME} server registered; nothing to remove"]
+        del servers[SERVER_NAME]
+        _save(yaml, document, path)
+        return [f"{path}: removed mcp_servers.{SERVER_NAME}"]
+    entry = _entry(command, env)
+    if isinstance(servers, dict) and _plain(servers.get(SERVER_NAME)) == entry:
+        return [f"{path}: mcp_servers.{SERVER_NAME} already registered; unchanged"]
+    if not isinstance(servers, dict):
+        servers = document["mcp_servers"] = CommentedMap()
+    action = "updated" if SERVER_NAME in servers else "added"
+    servers[SERVER_NAME] = entry
+    _save(yaml, document, path)
+    return [f"{path}: {action} mcp_servers.{SERVER_NAME} ({' '.join(command)})"]
+
+
+def _entry(command: list[str], env: dict[str, str]) -> dict[str, Any]:
+    if not command:
+        raise ValueError("the MCP server command is empty")
+    entry: dict[str, Any] = {"command": command[0], "args": list(command[1:])}
+    if env:
+        entry["env"] = dict(env)
+    return entry
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value
+
+
+def _yaml() -> YAML:
+    yaml = YAML(typ="rt")
+    yaml.preserve_quotes = True
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    return yaml
+
+
+def _load(yaml: YAML, path: Path) -> CommentedMap:
+    if not path.exists():
+        return CommentedMap()
+    try:
+        document = yaml.load(path.read_text(encoding="utf-8"))
+    except YAMLError as exc:
+        raise ValueError(f"{path} is not valid YAML ({exc}); fix it before registering") from None
+    if document is None:
+        return CommentedMap()
+    if not isinstance(document, dict):
+        raise ValueError(f"{path} does not hold a YAML mapping; fix it by hand first")  # noqa: TRY004 - a user error
+    return document
+
+
+def _save(yaml: YAML, document: CommentedMap, path: Path) -> None:
+    """Write through a temporary file in the same folder and rename it over the original."""
+    buffer = io.StringIO()
+    yaml.dump(document, buffer)
+    atomic_write(path, buffer.getvalue(), new_mode=0o600)

@@ -1,0 +1,18 @@
+"""OpenAI / DeepSeek chat JSON: the message list a client of an OpenAI-compatible API holds; also the wire format other agents' adapters share. See README.md."""
+
+from __future__ import annotations
+
+from ..base import Adapter, Agent
+
+
+class OpenAIChat(Agent):
+    name = "openai"
+    display_name = "OpenAI / DeepSeek chat JSON"
+
+    def adapter(self) -> Adapter:
+        from .adapter import OpenAIChatAdapter
+
+        return OpenAIChatAdapter()
+
+
+AGENT = OpenAIChat()

@@ -1,0 +1,42 @@
+"""OpenCode 1.x: sessions in `opencode.db` (SQLite; older versions: JSON storage), capture from the
+plugin that install adds, import through `opencode import`. See README.md."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from ..base import Adapter, Agent, CaptureTarget
+
+
+class OpenCode(Agent):
+    name = "opencode"
+    display_name = "OpenCode"
+
+    def adapter(self) -> Adapter:
+        from .adapter import OpenCodeAdapter
+
+        return OpenCodeAdapter()
+
+    def installer(self) -> ModuleType:
+        from . import install
+
+        return install
+
+    def capture_target(
+        self, *, path: Path | None, session: str | None, hook: Mapping[str, Any], environ: Mapping[str, str]
+    ) -> CaptureTarget:
+        """`--session ID` reads that session (and its children) from the database (`--path` or the
+        default `opencode.db`); otherwise the file named by `--path`."""
+        if not session:
+            return super().capture_target(path=path, session=session, hook=hook, environ=environ)
+        from .adapter import default_db_path, read_session_from_db
+
+        db_path = path or default_db_path(environ)
+        return CaptureTarget(key=f"{self.name}:{db_path}:{session}",
+                             read=lambda cursor: read_session_from_db(db_path, session, cursor))
+
+
+AGENT = OpenCode()

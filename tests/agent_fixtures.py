@@ -1,0 +1,28 @@
+"""Where the recorded agent sessions live (tests/fixtures/, provenance in tests/fixtures/README.md),
+and which of them each agent's adapter reads: one glob list per agent, used by the relay tests and
+by scripts/relay_matrix.py so that both see the same files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+# Per agent: globs under tests/fixtures; each match is one argument to `adapter.read([path])`.
+FIXTURE_GLOBS: dict[str, tuple[str, ...]] = {
+    "claude-code": ("claude-code/*.jsonl", "real/claude-code/*/.claude/projects/*/*.jsonl"),
+    "opencode": ("opencode/export-v1/*.json", "real/opencode/*/export-*.json"),
+    "codex": ("codex/*.jsonl", "real/codex/*/sessions/*/*/*/*.jsonl"),
+    "gemini": ("gemini/*.json", "gemini/*.jsonl", "real/gemini/*/.gemini/tmp/*/chats/*.jsonl"),
+    "hermes": ("hermes/*.jsonl",),
+    "deepseek-harness": ("dsh/*.session.jsonl", "deepseek/*/session.jsonl.zstd"),
+    "openai": ("dsh/*.json", "openai/*.json"),
+}
+
+
+def fixtures(agent: str) -> list[Path]:
+    """The recorded native sessions of `agent`."""
+    found: list[Path] = []
+    for pattern in FIXTURE_GLOBS.get(agent, ()):
+        found.extend(sorted(FIXTURES.glob(pattern)))
+    return found
