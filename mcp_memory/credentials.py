@@ -22,6 +22,26 @@ def mask_dsn(dsn: str) -> str:
     return _KV_PASSWORD.sub(r"\1***", masked)
 
 
+def without_password(dsn: str) -> tuple[str, str | None]:
+    """(the DSN with its password taken out, that password or None). The rest of the DSN, the
+    user included, is kept as written."""
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    params = conninfo_to_dict(dsn)
+    secret = params.pop("password", None)
+    if secret is None:
+        return dsn, None
+    if dsn.startswith(("postgresql://", "postgres://")):
+        from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+        parts = urlsplit(dsn)
+        userinfo, _, host = parts.netloc.rpartition("@")
+        user = userinfo.partition(":")[0]
+        query = urlencode([(k, v) for k, v in parse_qsl(parts.query) if k != "password"])
+        return urlunsplit((parts.scheme, f"{user}@{host}" if user else host, parts.path, query, "")), secret
+    return make_conninfo("", **params), secret
+
+
 def keyring_account(dsn: str) -> str:
     """The keyring account name for a DSN: user@host:port/dbname (no password)."""
     from psycopg.conninfo import conninfo_to_dict  # psycopg loads libpq: only when a DSN is parsed

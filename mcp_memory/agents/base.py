@@ -227,6 +227,7 @@ class Agent(ABC):
 
     name: ClassVar[str]
     display_name: ClassVar[str]
+    write_options: ClassVar[dict[str, str]] = {}  # `export --option KEY=VALUE` switches, with their help
 
     @abstractmethod
     def adapter(self) -> Adapter:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from .. import agents, launcher
@@ -33,17 +33,19 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     imp.add_argument("--json", action="store_true")
 
     exp = sub.add_parser("export", help="neutral session → the agent's native files",
-                         description="Example: mcp-memory export ses_… --to claude-code --install")
+                         description="Example: mcp-memory export ses_… --to claude-code --install",
+                         epilog=_options_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
     exp.add_argument("session_id")
     exp.add_argument("--to", dest="agent", required=True, choices=agents.names())
     where = exp.add_mutually_exclusive_group()
-    where.add_argument("--out", type=Path, help="folder to write the native files into (default: .)")
+    where.add_argument("--out", type=Path, metavar="DIR",
+                       help="folder to write the native files into, one file per native session (default: .)")
     where.add_argument("--install", action="store_true", help="put them where the agent looks and print the resume command")
     exp.add_argument("--cwd", type=Path, help="project directory (default: the session's cwd, else the current dir)")
     exp.add_argument("--thinking", choices=["drop", "text"], default="drop",
                      help="reasoning the target cannot carry natively: drop it, or keep it as text")
     exp.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                     help="agent-specific switch, e.g. reasoning=none for openai")
+                     help="agent-specific switch (listed below)")
     exp.add_argument("--json", action="store_true")
 
     syn = sub.add_parser("sync", help="capture the agent's current session incrementally (for hooks)")
@@ -59,6 +61,14 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     ins.add_argument("--scope", choices=["user", "project"], default="user")
     ins.add_argument("--cwd", type=Path, default=None, help="project directory for --scope project (default: .)")
     ins.add_argument("--uninstall", action="store_true", help="remove only what install added")
+
+
+def _options_help() -> str:
+    lines = ["--option switches of each agent:"]
+    for name in agents.names():
+        for key, text in agents.get(name).write_options.items():
+            lines.append(f"  {name:<17} {key}=…  {text}")
+    return "\n".join(lines)
 
 
 def handlers() -> dict[str, Callable[..., int]]:
@@ -107,11 +117,11 @@ def export(settings: Settings, args: argparse.Namespace) -> int:
     with service(settings) as svc:
         session = svc.get_session(args.session_id)
         messages = _all_messages(svc, args.session_id)
-    cwd = (args.cwd or Path(session.meta.get("cwd") or os.getcwd())).expanduser()
-    neutral = NeutralSession(agent=session.meta.get("imported_from") or session.agent_source or "mcp-memory",
-                             native_id=str(session.meta.get("native_id") or session.session_id),
-                             messages=messages, meta={**session.meta, "session_id": session.session_id})
-    options = WriteOptions(thinking=args.thinking, cwd=cwd, extra=_options(args.option))
+    neutral = _neutral(session, messages)
+    recorded_cwd = session.meta.get("cwd")
+    cwd = (args.cwd or Path(recorded_cwd if isinstance(recorded_cwd, str) and recorded_cwd else os.getcwd()))
+    cwd = cwd.expanduser()
+    options = WriteOptions(thinking=args.thinking, cwd=cwd, extra=_options(args.agent, args.option))
     try:
         if args.install:
             written = adapter.install(neutral, cwd=cwd, env=os.environ, options=options)
@@ -119,8 +129,9 @@ def export(settings: Settings, args: argparse.Namespace) -> int:
             out = (args.out or Path.cwd()).expanduser()
             out.mkdir(parents=True, exist_ok=True)
             written = adapter.write(neutral, out, options)
-    except ValueError as exc:
-        raise Invalid(str(exc)) from None
+            written.resume_command = None  # nothing is installed where the agent looks yet
+    except (ValueError, OSError, RuntimeError) as exc:  # bad meta, an unwritable folder, a failed import
+        raise Invalid(f"cannot export {session.session_id} to {adapter.display_name}: {exc}") from None
     relay = _record_relay(settings, session.session_id, adapter, written)
     if args.json:
         print_json({"session_id": session.session_id, "agent": args.agent, "native_id": written.native_id,
@@ -134,7 +145,20 @@ def export(settings: Settings, args: argparse.Namespace) -> int:
     print("\n".join(written.report.render()))
     if written.resume_command:
         print(f"resume with: {written.resume_command}")
+    elif not args.install:
+        print(f"to continue it in {adapter.display_name}: mcp-memory export {session.session_id} --to {args.agent} "
+              "--install")
     return 0
+
+
+def _neutral(session, messages: list[MessageIn]) -> NeutralSession:
+    """The session as adapters take it. Meta is whatever a project writer put there: only strings
+    are taken as the source agent and native id, and adapters check those before they name a file."""
+    source = session.meta.get("imported_from") or session.agent_source
+    native_id = session.meta.get("native_id")
+    return NeutralSession(agent=source if isinstance(source, str) and source else "mcp-memory",
+                          native_id=native_id if isinstance(native_id, str) and native_id else session.session_id,
+                          messages=messages, meta={**session.meta, "session_id": session.session_id})
 
 
 def _record_relay(settings: Settings, session_id: str, adapter, written) -> dict | None:
@@ -173,12 +197,16 @@ def _all_messages(svc, session_id: str) -> list[MessageIn]:
             return messages
 
 
-def _options(pairs: list[str]) -> dict[str, str]:
+def _options(agent: str, pairs: list[str]) -> dict[str, str]:
+    known = agents.get(agent).write_options
     options = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise Invalid(f"--option expects KEY=VALUE, got {pair!r}")
+        if key not in known:
+            choices = ", ".join(known) or "none"
+            raise Invalid(f"--option {key} is not a switch of {agent} (its switches: {choices})")
         options[key] = value
     return options
 
@@ -187,14 +215,34 @@ def install(settings: Settings, args: argparse.Namespace) -> int:
     module = agents.get(args.agent).installer()
     if module is None:
         raise Invalid(f"{args.agent} launches no MCP servers: nothing to install")
-    env = {k: v for k, v in os.environ.items() if k in ("MCP_MEMORY_DSN", "MCP_MEMORY_HOME", "MCP_MEMORY_CONFIG")}
+    env, stored = profile_env(settings, os.environ)
     try:
         changes = module.register(scope=args.scope, command=launcher.command(), env=env,
                                   cwd=(args.cwd or Path.cwd()).resolve(), environ=os.environ,
                                   uninstall=args.uninstall)
-    except ValueError as exc:
+    except (ValueError, OSError) as exc:
         raise Invalid(str(exc)) from None
     for line in changes or ["nothing to change: already " + ("removed" if args.uninstall else "installed")]:
         print(line)
+    if stored and not args.uninstall:
+        print(f"the token stays out of the agent's config: stored for {stored}")
     return 0
 
+
+def profile_env(settings: Settings, environ: Mapping[str, str]) -> tuple[dict[str, str], str | None]:
+    """The variables that select this profile, for the agent's server entry and hooks — never a
+    secret. A DSN is written without its password; that password (or MCP_MEMORY_PASSWORD) goes to
+    the keyring or the 0600 credentials file, where `serve` and `sync` find it, as after `login`.
+    Returns the variables and, when a secret was stored, the account it was stored for."""
+    from ..credentials import keyring_account, store_password, without_password
+
+    env = {k: environ[k] for k in ("MCP_MEMORY_HOME", "MCP_MEMORY_CONFIG") if environ.get(k)}
+    if not settings.dsn or settings.dsn_source == "config":
+        return env, None  # the embedded server, or a DSN the config file already selects
+    clean, secret = without_password(settings.dsn)
+    secret = secret or settings.password
+    env["MCP_MEMORY_DSN"] = clean
+    if not secret:
+        return env, None
+    store_password(clean, secret, fallback=settings.credentials_file)
+    return env, keyring_account(clean)

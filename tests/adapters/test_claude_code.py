@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 import json
 from itertools import pairwise
 from pathlib import Path
@@ -238,7 +240,7 @@ def test_written_file_is_resumable_shape(adapter, tmp_path: Path) -> None:
         "customTitle": session.messages[0].content[:80].strip(),
         "sessionId": EN,
     }
-    assert written.resume_command == f"cd '/tmp/target project' && claude --resume {EN}"
+    assert shlex.split(written.resume_command) == ["cd", "/tmp/target project", "&&", "claude", "--resume", EN]
     assert written.report.transformed["cwd set to the target project directory"] > 0
 
 

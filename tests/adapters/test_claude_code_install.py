@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
 
-from mcp_memory.agents.claude_code.install import HOOK_EVENTS, register
+from mcp_memory.agents.claude_code.install import HOOK_EVENTS, RECALL_EVENT, register
 
 COMMAND = ["/opt/venv/bin/mcp-memory"]
 HOOK = "/opt/venv/bin/mcp-memory sync claude-code --hook"
@@ -32,7 +33,7 @@ def test_user_scope_merges_and_is_idempotent(tmp_path: Path) -> None:
     }
 
     changes = register(**args)
-    assert len(changes) == 1 + len(HOOK_EVENTS)
+    assert len(changes) == 1 + len(HOOK_EVENTS) + 1  # + the SessionStart recall hook
     config = json.loads((home / ".claude.json").read_text())
     assert config["numStartups"] == 3 and config["mcpServers"]["other"] == {"command": "x"}
     assert config["mcpServers"]["mcp-memory"] == {
@@ -40,14 +41,16 @@ def test_user_scope_merges_and_is_idempotent(tmp_path: Path) -> None:
     }  # fmt: skip
     settings = json.loads((home / ".claude" / "settings.json").read_text())
     assert settings["model"] == "opus" and settings["hooks"]["Stop"][0] == theirs
-    for event in HOOK_EVENTS:
-        ours = [h for g in settings["hooks"][event] for h in g["hooks"] if h["command"] == HOOK]
+    for event in HOOK_EVENTS:  # the hooks select the same profile as the server entry
+        ours = [h for g in settings["hooks"][event] for h in g["hooks"] if h["command"] == f"MCP_MEMORY_DSN=postgres://x {HOOK}"]
         assert len(ours) == 1 and ours[0]["type"] == "command"
+    recall = [h["command"] for g in settings["hooks"][RECALL_EVENT] for h in g["hooks"]]
+    assert [shlex.split(c) for c in recall] == [["MCP_MEMORY_DSN=postgres://x", *COMMAND, "recall", "--hook"]]
 
     assert register(**args) == []  # second run: nothing to do
 
     removed = register(**args, uninstall=True)
-    assert len(removed) == 1 + len(HOOK_EVENTS)
+    assert len(removed) == 1 + len(HOOK_EVENTS) + 1
     config = json.loads((home / ".claude.json").read_text())
     assert config == {"numStartups": 3, "mcpServers": {"other": {"command": "x"}}}
     settings = json.loads((home / ".claude" / "settings.json").read_text())

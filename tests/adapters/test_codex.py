@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -179,7 +181,7 @@ def test_foreign_session_keeps_texts_and_call_pairs(adapter, tmp_path):
     assert [m.thinking.content for m in session.messages if m.thinking] == ["Need the load numbers."]
     assert session.meta["cwd"] == "/srv/app" and session.meta["source"] == "cli"
     assert written.report.synthesized["session_meta line"] == 1
-    assert written.resume_command == f"cd '/srv/app' && codex resume {written.native_id}"
+    assert shlex.split(written.resume_command) == ["cd", "/srv/app", "&&", "codex", "resume", written.native_id]
     name = written.files[0].name
     assert name.startswith("rollout-") and name.endswith(f"-{written.native_id}.jsonl")
     again = adapter.write(source, tmp_path / "again", WriteOptions(thinking="text"))

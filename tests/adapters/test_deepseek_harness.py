@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 import json
 from pathlib import Path
 
@@ -75,7 +77,7 @@ def test_round_trip_is_lossless(path: Path, compression: str, tmp_path: Path) ->
     assert written.report.lossless
     assert written.files[0].name == ("session.jsonl.zstd" if compression == "zstd" else "session.jsonl")
     assert written.files[0].parent.name == encode_segment(session.native_id)
-    assert written.resume_command == f"dsh --profile tui --resume {session.native_id}"
+    assert shlex.split(written.resume_command) == ["dsh", "--profile", "tui", "--resume", session.native_id]
     again = _read(written.files[0])
     assert [m.payload() for m in again.messages] == [m.payload() for m in session.messages]
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 import hashlib
 import json
 from datetime import UTC, datetime
@@ -177,7 +179,7 @@ def test_foreign_session_keeps_texts_and_call_pairs(adapter, tmp_path):
     assert pairs == [("toolu_1", "Read"), ("toolu_2", "Bash")]
     assert [m.tool_call_id for m in session.messages if m.role == "tool"] == ["toolu_1", "toolu_2"]
     assert session.messages[1].thinking.content == "Need the load numbers."
-    assert written.resume_command == f"cd '/srv/app' && gemini --resume {written.native_id}"
+    assert shlex.split(written.resume_command) == ["cd", "/srv/app", "&&", "gemini", "--resume", written.native_id]
     assert written.files[0].name == f"session-2026-11-29T09-00-{written.native_id[:8]}.jsonl"
 
 

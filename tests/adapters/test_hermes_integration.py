@@ -22,7 +22,7 @@ mcp_servers:
 def _register(home: Path, **kwargs: object) -> list[str]:
     return register(
         scope="user",
-        command=["mcp-memory", "serve"],
+        command=["mcp-memory"],
         env={"MCP_MEMORY_HOME": "/data/mm"},
         cwd=home,
         environ={"HOME": str(home)},
@@ -64,7 +64,7 @@ def test_is_idempotent_and_uninstall_removes_only_ours(tmp_path: Path) -> None:
 def test_creates_the_file_under_hermes_home(tmp_path: Path) -> None:
     environ = {"HERMES_HOME": str(tmp_path / "profile"), "HOME": "/nonexistent"}
     assert config_path(environ) == tmp_path / "profile" / "config.yaml"
-    register(scope="user", command=["mcp-memory", "serve"], env={}, cwd=tmp_path, environ=environ)
+    register(scope="user", command=["mcp-memory"], env={}, cwd=tmp_path, environ=environ)
     data = YAML(typ="safe").load((tmp_path / "profile" / "config.yaml").read_text())
     assert data == {"mcp_servers": {"mcp-memory": {"command": "mcp-memory", "args": ["serve"]}}}
     assert (tmp_path / "profile" / "config.yaml").stat().st_mode & 0o077 == 0

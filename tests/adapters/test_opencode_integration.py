@@ -42,7 +42,7 @@ def test_user_scope_keeps_comments_and_other_settings(tmp_path: Path) -> None:
     config.write_text(USER_JSONC)
     args = {
         "scope": "user",
-        "command": ["mcp-memory", "serve"],
+        "command": ["mcp-memory"],
         "env": {"MCP_MEMORY_DSN": "postgresql://x"},
         "cwd": tmp_path,
         "environ": environ(tmp_path),
@@ -60,7 +60,7 @@ def test_user_scope_keeps_comments_and_other_settings(tmp_path: Path) -> None:
         "enabled": True,
     }
     plugin = tmp_path / "config" / "opencode" / "plugins" / PLUGIN_NAME
-    assert '["mcp-memory", "serve"]' in plugin.read_text()
+    assert '["mcp-memory"]' in plugin.read_text()  # the plugin adds `sync opencode --session ID`
 
     assert all("already" in line for line in register(**args))  # idempotent
     assert config.read_text() == text
@@ -76,7 +76,7 @@ def test_project_scope_creates_config_and_project_plugin(tmp_path: Path) -> None
         scope="project", command=["/opt/mm/bin/mcp-memory"], env={}, cwd=project, environ=environ(tmp_path)
     )
     data = json.loads((project / "opencode.json").read_text())
-    assert data["mcp"]["mcp-memory"]["command"] == ["/opt/mm/bin/mcp-memory"]
+    assert data["mcp"]["mcp-memory"]["command"] == ["/opt/mm/bin/mcp-memory", "serve"]
     assert (project / ".opencode" / "plugins" / PLUGIN_NAME).is_file()
     assert not (tmp_path / "config").exists()
 

@@ -5,6 +5,8 @@ Each test gets throwaway HOME / XDG_* dirs (shared/research/interop.md). Skipped
 
 from __future__ import annotations
 
+import shlex
+
 import json
 import os
 import shutil
@@ -103,7 +105,7 @@ def foreign_session() -> NeutralSession:
 def test_foreign_session_imports_lists_and_exports_back(env: dict[str, str], project: Path) -> None:
     adapter = OpenCodeAdapter()
     written = adapter.install(foreign_session(), cwd=project, env=env, options=WriteOptions())
-    assert written.resume_command == f"cd {project} && opencode --session {written.native_id}"
+    assert shlex.split(written.resume_command) == ["cd", str(project), "&&", "opencode", "--session", written.native_id]
     assert written.native_id in opencode(env, project, "session", "list")
     exported = json.loads(opencode(env, project, "export", written.native_id))
     ours = json.loads(written.files[0].read_text())

@@ -14,6 +14,9 @@ from ..base import Adapter, Agent
 class ClaudeCode(Agent):
     name = "claude-code"
     display_name = "Claude Code"
+    write_options = {
+        'session_id': 'UUID: the session id of the written transcript (default: derived from the source)',
+    }
 
     def adapter(self) -> Adapter:
         from .adapter import ClaudeCodeAdapter

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ...files import atomic_write as write_text
+from ...shell import command_line
 from ..base import FormatError, Adapter, MappingReport, NeutralSession, WriteOptions, WrittenSession
 from .transcript import Line, consumed_offset, parse_lines
 from .write_support import is_uuid, session_uuid
@@ -26,6 +26,9 @@ from .write import TranscriptWriter
 
 TITLE_RANK = {"custom-title": 3, "ai-title": 2, "summary": 1}
 CURSOR_VERSION = 1
+
+
+AGENT_ID = re.compile(r"[0-9a-z]{1,40}")  # a sub-agent id as Claude Code writes them: agent-<hex>
 
 
 def encode_project(cwd: Path | str) -> str:
@@ -139,9 +142,9 @@ class ClaudeCodeAdapter(Adapter):
             writer.write_tail(native.get("tail") or [])
         writer.finish(session.meta.get("title"))
         path = Path(out_dir) / f"{session_id}.jsonl"
-        write_jsonl(path, writer.lines)
+        write_jsonl(path, writer.lines, within=Path(out_dir))
         cwd = writer.cwd or str(out_dir)
-        command = f"cd {shlex.quote(cwd)} && claude --resume {session_id}"
+        command = command_line(["claude", "--resume", session_id], cwd=cwd)
         return WrittenSession(session_id, [path], report, resume_command=command)
 
     def _write_subagent(
@@ -149,9 +152,9 @@ class ClaudeCodeAdapter(Adapter):
     ) -> WrittenSession:
         native = session.meta.get("native") or {}
         parent_id = session_uuid(session.agent, str(session.parent_native_id).split(":agent-")[0])
-        agent_id = str(
-            native.get("agent_id") or session_uuid(session.agent, session.native_id).replace("-", "")[:17]
-        )
+        agent_id = str(native.get("agent_id") or "")
+        if not AGENT_ID.fullmatch(agent_id):  # meta is data: only Claude's own id shape names a file
+            agent_id = session_uuid(session.agent, session.native_id).replace("-", "")[:17]
         session.meta.setdefault("native", {})["agent_id"] = agent_id
         writer = TranscriptWriter(session, parent_id, options, report)
         writer.write_messages(session.messages)
@@ -159,12 +162,12 @@ class ClaudeCodeAdapter(Adapter):
             writer.write_tail(native.get("tail") or [])
         folder = out_dir / parent_id / "subagents"
         path = folder / f"agent-{agent_id}.jsonl"
-        write_jsonl(path, writer.lines)
+        write_jsonl(path, writer.lines, within=out_dir)
         sidecar = dict(native.get("agent_meta") or {"agentType": "general-purpose"})
         if session.parent_tool_call_id:
             sidecar["toolUseId"] = session.parent_tool_call_id
         meta_path = folder / f"agent-{agent_id}.meta.json"
-        write_text(meta_path, json.dumps(sidecar, ensure_ascii=False))
+        write_text(meta_path, json.dumps(sidecar, ensure_ascii=False), within=out_dir)
         return WrittenSession(f"{parent_id}:agent-{agent_id}", [path, meta_path], report)
 
     def install_dir(self, cwd: Path, env: Mapping[str, str]) -> Path | None:
@@ -336,6 +339,6 @@ def _next_offset(lines: list[Line], sessions: list[NeutralSession], start: int, 
 # -- files ------------------------------------------------------------------------------------------
 
 
-def write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
+def write_jsonl(path: Path, records: list[dict[str, Any]], *, within: Path) -> None:
     text = "".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in records)
-    write_text(path, text)
+    write_text(path, text, within=within)

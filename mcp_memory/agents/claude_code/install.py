@@ -23,7 +23,8 @@ from ...files import atomic_write
 from ..install_support import check_request
 
 SERVER_NAME = "mcp-memory"
-HOOK_EVENTS = ("Stop", "SubagentStop", "PreCompact", "SessionEnd")
+HOOK_EVENTS = ("Stop", "SubagentStop", "PreCompact", "SessionEnd")  # capture: `sync claude-code --hook`
+RECALL_EVENT = "SessionStart"  # the project's memory as additional context: `recall --hook`
 HOOK_TIMEOUT = {"SessionEnd": 30}  # SessionEnd hooks get 1.5 s unless a timeout is given
 DEFAULT_TIMEOUT = 60
 
@@ -42,7 +43,9 @@ def register(
     server_file, settings_file = config_paths(scope, Path(cwd), environ)
     changes = []
     changes += _update(server_file, lambda data: _server(data, command, env, uninstall))
-    changes += _update(settings_file, lambda data: _hooks(data, hook_command(command), uninstall))
+    hooks = {event: hook_command(command, env) for event in HOOK_EVENTS}
+    hooks[RECALL_EVENT] = hook_command(command, env, "recall", "--hook")
+    changes += _update(settings_file, lambda data: _hooks(data, hooks, uninstall))
     return changes
 
 
@@ -57,8 +60,12 @@ def config_paths(scope: str, cwd: Path, environ: Mapping[str, str]) -> tuple[Pat
     return home / ".claude.json", home / ".claude" / "settings.json"
 
 
-def hook_command(command: list[str]) -> str:
-    return shlex.join([*command, "sync", "claude-code", "--hook"])
+def hook_command(command: list[str], env: Mapping[str, str], *words: str) -> str:
+    """The shell line of a hook: the same profile variables as the server entry (so a Claude
+    started from any shell captures into the database its tools use), then the command."""
+    words = words or ("sync", "claude-code", "--hook")
+    assignments = [f"{key}={shlex.quote(value)}" for key, value in sorted(env.items())]
+    return " ".join([*assignments, shlex.join([*command, *words])])
 
 
 def _server(data: dict[str, Any], command: list[str], env: dict[str, str], uninstall: bool) -> list[str]:
@@ -77,10 +84,10 @@ def _server(data: dict[str, Any], command: list[str], env: dict[str, str], unins
     return [f"{verb} MCP server {SERVER_NAME} ({shlex.join([entry['command'], *entry['args']])})"]
 
 
-def _hooks(data: dict[str, Any], command: str, uninstall: bool) -> list[str]:
+def _hooks(data: dict[str, Any], commands: dict[str, str], uninstall: bool) -> list[str]:
     hooks = data.setdefault("hooks", {})
     changes = []
-    for event in HOOK_EVENTS:
+    for event, command in commands.items():
         groups = hooks.get(event, [])
         kept = [_without_ours(group) for group in groups]
         kept = [group for group in kept if group is not None]
@@ -118,9 +125,8 @@ def _is_ours(handler: Any) -> bool:
         words = shlex.split(handler["command"])
     except ValueError:
         return False
-    return words[-3:] == ["sync", "claude-code", "--hook"] and any(
-        "mcp-memory" in w or "mcp_memory" in w for w in words
-    )
+    ours = words[-3:] == ["sync", "claude-code", "--hook"] or words[-2:] == ["recall", "--hook"]
+    return ours and any("mcp-memory" in w or "mcp_memory" in w for w in words)
 
 
 def _update(path: Path, change: Any) -> list[str]:

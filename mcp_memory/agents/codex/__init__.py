@@ -10,6 +10,10 @@ from ..base import Adapter, Agent
 class Codex(Agent):
     name = "codex"
     display_name = "Codex CLI"
+    write_options = {
+        'model_provider': 'the provider recorded in the rollout; Codex resumes only sessions of its configured one (default with --install: model_provider of $CODEX_HOME/config.toml, else openai)',
+        'model': 'the model recorded in the rollout (default with --install: model of $CODEX_HOME/config.toml, else the original)',
+    }
 
     def adapter(self) -> Adapter:
         from .adapter import CodexAdapter

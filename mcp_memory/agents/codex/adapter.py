@@ -10,12 +10,14 @@ by its app server (`thread/list`, the listing behind `codex resume`) and opened 
 from __future__ import annotations
 
 import json
+import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ...files import atomic_write as write_atomic
-from ..base import Adapter, MappingReport, NeutralSession, WriteOptions, WrittenSession
+from ...shell import command_line
+from ..base import Adapter, FormatError, MappingReport, NeutralSession, WriteOptions, WrittenSession
 from .read import AGENT, RolloutState, parse_rollout
 from .write import RolloutWriter, dump_lines, rollout_name, session_uuid, start_time
 
@@ -26,6 +28,22 @@ def codex_home(env: Mapping[str, str]) -> Path:
     if env.get("CODEX_HOME"):
         return Path(env["CODEX_HOME"])
     return Path(env.get("HOME") or Path.home()) / ".codex"
+
+
+def configured_model(env: Mapping[str, str]) -> dict[str, str]:
+    """`model_provider` and `model` from `$CODEX_HOME/config.toml`, as write options; Codex's own
+    default provider is `openai` when the file names none."""
+    path = codex_home(env) / "config.toml"
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {"model_provider": "openai"}
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise FormatError(f"cannot read the Codex config {path}: {exc}") from None
+    found = {"model_provider": str(document.get("model_provider") or "openai")}
+    if isinstance(document.get("model"), str):
+        found["model"] = document["model"]
+    return found
 
 
 def rollout_files(paths: Sequence[Path]) -> list[Path]:
@@ -125,9 +143,9 @@ class CodexAdapter(Adapter):
         writer = RolloutWriter(session, options, report, thread_id, start)
         lines = writer.render()
         target = Path(out_dir) / rollout_name(start, thread_id)
-        write_atomic(target, dump_lines(lines))
+        write_atomic(target, dump_lines(lines), within=Path(out_dir))
         cwd = options.cwd or session.meta.get("cwd")
-        command = f"cd {quote(str(cwd))} && codex resume {thread_id}" if cwd else f"codex resume {thread_id}"
+        command = command_line(["codex", "resume", thread_id], cwd=str(cwd) if cwd else None)
         return WrittenSession(native_id=thread_id, files=[target], report=report, resume_command=command)
 
     def install_dir(self, cwd: Path, env: Mapping[str, str]) -> Path | None:
@@ -136,13 +154,8 @@ class CodexAdapter(Adapter):
     def install(
         self, session: NeutralSession, *, cwd: Path, env: Mapping[str, str], options: WriteOptions
     ) -> WrittenSession:
-        target = self.install_dir(cwd, env)
-        assert target is not None
-        if options.cwd is None:
-            options = WriteOptions(thinking=options.thinking, cwd=Path(cwd), extra=options.extra)
+        target = codex_home(env) / "sessions"
+        extra = {**configured_model(env), **options.extra}  # Codex resumes only its own provider's sessions
+        options = WriteOptions(thinking=options.thinking, cwd=options.cwd or Path(cwd), extra=extra)
         return self.write(session, target, options)
 
-
-def quote(text: str) -> str:
-    """Single-quoted for a POSIX shell, always (the resume command is shown to people)."""
-    return "'" + text.replace("'", "'\\''") + "'"

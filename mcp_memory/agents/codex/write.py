@@ -27,7 +27,10 @@ CLI_VERSION = "0.169.0"  # the release whose rollouts these lines follow
 def session_uuid(session: NeutralSession, start: datetime) -> str:
     """Codex's own id when the session came from Codex, else a UUIDv7 derived from the source id."""
     if session.agent == AGENT and session.native_id:
-        return session.native_id
+        try:  # meta is data: only a real UUID names the rollout file
+            return str(uuid.UUID(session.native_id))
+        except ValueError:
+            pass
     digest = int(stable_id(session.agent, session.native_id), 16)
     millis = int(start.timestamp() * 1000) & ((1 << 48) - 1)
     rand_a = (digest >> 64) & 0xFFF
@@ -115,7 +118,8 @@ class RolloutWriter:
         )
         self.report.synthesize("session_meta line")
         context = {"cwd": cwd, "approval_policy": "on-request", "sandbox_policy": {"type": "read-only"}}
-        context |= {"model": meta.get("model") or "gpt-5.5", "summary": "auto"}
+        model = self.options.extra.get("model") or meta.get("model") or "gpt-5.5"
+        context |= {"model": model, "summary": "auto"}
         self._line("turn_context", context)
         self.report.synthesize("turn_context line (cwd, model)")
 

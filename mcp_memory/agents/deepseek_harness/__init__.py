@@ -8,6 +8,9 @@ from ..base import Adapter, Agent
 class DeepSeekHarness(Agent):
     name = "deepseek-harness"
     display_name = "DeepSeek harness"
+    write_options = {
+        'compression': 'zstd (default) or none',
+    }
 
     def adapter(self) -> Adapter:
         from .adapter import DeepSeekHarnessAdapter

@@ -31,7 +31,9 @@ from typing import Any
 
 import zstandard
 
+from ...files import inside
 from ...models import MessageIn
+from ...shell import command_line
 from ..base import FormatError, Adapter, MappingReport, NeutralSession, WriteOptions, WrittenSession, stable_id
 from ..openai_chat.adapter import json_arguments
 
@@ -57,13 +59,14 @@ class DeepSeekHarnessAdapter(Adapter):
         target = (
             out_dir / encode_segment(native_id) / ("session.jsonl.zstd" if compressed else "session.jsonl")
         )
+        inside(out_dir, target)
         target.parent.mkdir(parents=True, exist_ok=True)
         write_log(target, header, lines)
         return WrittenSession(
             native_id=native_id,
             files=[target],
             report=report,
-            resume_command=f"dsh --profile tui --resume {native_id}",
+            resume_command=command_line(["dsh", "--profile", "tui", "--resume", native_id]),
         )
 
     def install_dir(self, cwd: Path, env: Mapping[str, str]) -> Path | None:

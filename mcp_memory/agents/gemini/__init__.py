@@ -10,6 +10,9 @@ from ..base import Adapter, Agent
 class Gemini(Agent):
     name = "gemini"
     display_name = "Gemini CLI"
+    write_options = {
+        'refresh_last_updated': '1: set lastUpdated to now, so the session sorts first in `gemini --resume`',
+    }
 
     def adapter(self) -> Adapter:
         from .adapter import GeminiAdapter

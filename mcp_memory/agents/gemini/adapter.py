@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ...files import atomic_write as write_atomic
+from ...shell import command_line
 from ..base import Adapter, MappingReport, NeutralSession, WriteOptions, WrittenSession
 from .read import AGENT, ChatState, RecordMapper, load_legacy, replay_lines, text_of
 from .write import ChatWriter, chat_file_name, last_time, project_hash, session_uuid, start_time
@@ -174,13 +175,10 @@ class GeminiAdapter(Adapter):
                 json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n"
                 for line in [header, *records]
             ),
+            within=Path(out_dir),
         )
         cwd = options.cwd or session.meta.get("cwd")
-        command = (
-            f"cd {quote(str(cwd))} && gemini --resume {session_id}"
-            if cwd
-            else f"gemini --resume {session_id}"
-        )
+        command = command_line(["gemini", "--resume", session_id], cwd=str(cwd) if cwd else None)
         return WrittenSession(native_id=session_id, files=[target], report=report, resume_command=command)
 
     def install_dir(self, cwd: Path, env: Mapping[str, str]) -> Path | None:
@@ -196,6 +194,3 @@ class GeminiAdapter(Adapter):
             session, target, WriteOptions(thinking=options.thinking, cwd=Path(cwd), extra=extra)
         )
 
-
-def quote(text: str) -> str:
-    return "'" + text.replace("'", "'\\''") + "'"

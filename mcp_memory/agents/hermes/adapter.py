@@ -26,8 +26,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ...files import atomic_write, safe_name
 from ...models import MessageIn, format_time
-from ..base import Adapter, MappingReport, NeutralSession, WriteOptions, WrittenSession, stable_id
+from ..base import FormatError, Adapter, MappingReport, NeutralSession, WriteOptions, WrittenSession, stable_id
 from ..openai_chat.adapter import message_from_openai, report_unwritten
 
 NAME = "hermes"
@@ -92,9 +93,11 @@ class HermesAdapter(Adapter):
     def write(self, session: NeutralSession, out_dir: Path, options: WriteOptions) -> WrittenSession:
         report = MappingReport(agent=NAME, direction="write")
         record = record_from_session(session, options=options, report=report)
-        out_dir.mkdir(parents=True, exist_ok=True)
+        if not safe_name(str(record.get("id"))):  # meta is data: a crafted id names no file
+            raise FormatError(f"Hermes session id {str(record.get('id'))[:80]!r} is not a plain name "
+                              "(letters, digits, '.', '_', '-')")
         target = out_dir / f"{record['id']}.jsonl"
-        target.write_text(json.dumps(record, ensure_ascii=False) + "\n", encoding="utf-8")
+        atomic_write(target, json.dumps(record, ensure_ascii=False) + "\n", within=out_dir)
         report.note(RESUME_NOTE)
         return WrittenSession(native_id=record["id"], files=[target], report=report)
 

@@ -10,6 +10,7 @@ settings stay as they were; only the `mcp-memory` entry is added, replaced or re
 from __future__ import annotations
 
 import io
+import shlex
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -65,13 +66,13 @@ def register(
     action = "updated" if SERVER_NAME in servers else "added"
     servers[SERVER_NAME] = entry
     _save(yaml, document, path)
-    return [f"{path}: {action} mcp_servers.{SERVER_NAME} ({' '.join(command)})"]
+    return [f"{path}: {action} mcp_servers.{SERVER_NAME} ({shlex.join([entry['command'], *entry['args']])})"]
 
 
 def _entry(command: list[str], env: dict[str, str]) -> dict[str, Any]:
     if not command:
         raise ValueError("the MCP server command is empty")
-    entry: dict[str, Any] = {"command": command[0], "args": list(command[1:])}
+    entry: dict[str, Any] = {"command": command[0], "args": [*command[1:], "serve"]}
     if env:
         entry["env"] = dict(env)
     return entry

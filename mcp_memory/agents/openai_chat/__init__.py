@@ -8,6 +8,9 @@ from ..base import Adapter, Agent
 class OpenAIChat(Agent):
     name = "openai"
     display_name = "OpenAI / DeepSeek chat JSON"
+    write_options = {
+        'reasoning': "what to do with reasoning: see the adapter's README (e.g. reasoning=none)",
+    }
 
     def adapter(self) -> Adapter:
         from .adapter import OpenAIChatAdapter

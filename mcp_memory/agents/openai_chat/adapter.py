@@ -27,6 +27,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ...files import atomic_write, safe_name
 from ...models import MessageIn
 from ..base import FormatError, Adapter, MappingReport, NeutralSession, WriteOptions, WrittenSession, stable_id
 
@@ -78,12 +79,11 @@ class OpenAIChatAdapter(Adapter):
         messages = [_render(message, policy=policy, report=report) for message in session.messages]
         envelope = (session.meta.get("native") or {}).get("envelope") if session.agent == NAME else None
         document: Any = {**envelope, "messages": messages} if envelope else messages
-        out_dir.mkdir(parents=True, exist_ok=True)
-        native_id = (
-            session.native_id if session.agent == NAME else stable_id(session.agent, session.native_id)
-        )
+        native_id = session.native_id if session.agent == NAME else ""
+        if not safe_name(native_id):  # meta is data: only a plain name becomes a file name
+            native_id = stable_id(session.agent, session.native_id)
         target = out_dir / f"{native_id}.json"
-        target.write_text(json.dumps(document, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+        atomic_write(target, json.dumps(document, ensure_ascii=False, indent=2) + "\n", within=out_dir)
         report.note("an OpenAI chat message list has no timestamps, ids or session metadata")
         return WrittenSession(native_id=native_id, files=[target], report=report)
 

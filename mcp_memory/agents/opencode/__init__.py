@@ -14,6 +14,11 @@ from ..base import Adapter, Agent, CaptureTarget
 class OpenCode(Agent):
     name = "opencode"
     display_name = "OpenCode"
+    write_options = {
+        'opencode_model': 'PROVIDER/MODEL stamped on the messages (default with --install: the model in your opencode.json, else the original)',
+        'opencode_agent': 'the OpenCode agent the messages belong to (default: build)',
+        'opencode_drop_snapshots': '1: leave out snapshot and patch parts',
+    }
 
     def adapter(self) -> Adapter:
         from .adapter import OpenCodeAdapter

@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ...files import atomic_write
 from ...models import format_time
+from ...shell import command_line
 from . import storage as native_io
 from ..base import FormatError, Adapter, MappingReport, NeutralSession, WriteOptions, WrittenSession
 from .storage import spawning_call_of
@@ -62,12 +63,12 @@ class OpenCodeAdapter(Adapter):
         report = MappingReport(agent=self.name, direction="write")
         document = render(session, options, report)
         session_id = document["info"]["id"]
-        out_dir.mkdir(parents=True, exist_ok=True)
         target = out_dir / f"{session_id}.json"
-        target.write_text(json.dumps(document, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-        cwd = options.cwd or session.meta.get("cwd") or "."
-        command = f"cd {shlex.quote(str(cwd))} && opencode import {shlex.quote(str(target))}"
-        return WrittenSession(session_id, [target], report, f"{command} && opencode --session {session_id}")
+        atomic_write(target, json.dumps(document, ensure_ascii=False, indent=2) + "\n", within=out_dir)
+        cwd = str(options.cwd or session.meta.get("cwd") or ".")
+        command = (command_line(["opencode", "import", str(target)], cwd=cwd) + " && "
+                   + command_line(["opencode", "--session", session_id]))
+        return WrittenSession(session_id, [target], report, command)
 
     def read_incremental(
         self, path: Path, cursor: dict[str, Any] | None
@@ -83,8 +84,14 @@ class OpenCodeAdapter(Adapter):
     def install(
         self, session: NeutralSession, *, cwd: Path, env: Mapping[str, str], options: WriteOptions
     ) -> WrittenSession:
-        if options.cwd is None:
-            options = WriteOptions(thinking=options.thinking, cwd=cwd, extra=options.extra)
+        from .install import configured_model
+
+        extra = dict(options.extra)
+        if "opencode_model" not in extra:  # resume with the model this user's OpenCode is set up for
+            model = configured_model(Path(cwd), env)
+            if model:
+                extra["opencode_model"] = model
+        options = WriteOptions(thinking=options.thinking, cwd=options.cwd or cwd, extra=extra)
         written = self.write(session, self.install_dir(cwd, env), options)
         binary = shutil.which("opencode", path=env.get("PATH"))
         if binary is None:
@@ -105,7 +112,7 @@ class OpenCodeAdapter(Adapter):
             raise RuntimeError(f"opencode import failed (exit {result.returncode}): {output}")
         session_id = match.group(1)
         written.native_id = session_id
-        written.resume_command = f"cd {shlex.quote(str(cwd))} && opencode --session {session_id}"
+        written.resume_command = command_line(["opencode", "--session", session_id], cwd=str(cwd))
         return written
 
 

@@ -9,11 +9,13 @@ same neutral session twice yields the same ids (re-import is then a no-op, not a
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from typing import Any
 
 BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 MASK48 = (1 << 48) - 1
+SESSION_ID = re.compile(r"ses_[0-9a-f]{12}[0-9A-Za-z]{14}")  # the only session ids that name files
 
 
 @dataclass

@@ -45,7 +45,7 @@ def register(
     config = config_file(config_dir)
     if uninstall:
         return [*_remove_server(config), *_remove_plugin(plugin_dir / PLUGIN_NAME)]
-    entry = {"type": "local", "command": list(command), "environment": dict(env), "enabled": True}
+    entry = {"type": "local", "command": [*command, "serve"], "environment": dict(env), "enabled": True}
     return [*_add_server(config, entry), *_add_plugin(plugin_dir / PLUGIN_NAME, command, env)]
 
 
@@ -77,7 +77,7 @@ def _add_server(config: Path, entry: dict[str, Any]) -> list[str]:
     updated = set_member(text, ["mcp", SERVER_NAME], entry)
     if updated == text and config.exists():
         return [f"{config}: MCP server {SERVER_NAME} already registered"]
-    atomic_write(config, updated, new_mode=0o644)
+    atomic_write(config, updated, new_mode=0o600)
     return [f"{config}: registered MCP server {SERVER_NAME} ({' '.join(entry['command'])})"]
 
 
@@ -88,7 +88,7 @@ def _remove_server(config: Path) -> list[str]:
     updated = remove_member(text, ["mcp", SERVER_NAME])
     if updated == text:
         return [f"{config}: MCP server {SERVER_NAME} was not registered"]
-    atomic_write(config, updated, new_mode=0o644)
+    atomic_write(config, updated, new_mode=0o600)
     return [f"{config}: removed MCP server {SERVER_NAME}"]
 
 
@@ -114,7 +114,7 @@ def _add_plugin(target: Path, command: list[str], env: dict[str, str]) -> list[s
         return [f"{target}: capture plugin already installed"]
     if target.exists() and PLUGIN_MARKER not in target.read_text(encoding="utf-8"):
         raise ValueError(f"{target} exists and is not the mcp-memory plugin; not overwriting it")
-    atomic_write(target, source, new_mode=0o644)
+    atomic_write(target, source, new_mode=0o600)
     return [f"{target}: installed capture plugin (sync on session.idle)"]
 
 
@@ -243,6 +243,33 @@ def _indent_of(text: str, pos: int) -> str:
     line_start = text.rfind("\n", 0, pos) + 1
     prefix = text[line_start:pos]
     return prefix if not prefix.strip() else ""
+
+
+def get_member(text: str, path: list[str]) -> Any:
+    """The JSON value at `path` (object keys), or None when it is absent."""
+    if not text.strip():
+        return None
+    scanner = _Scanner(text)
+    _, member, depth = _find(scanner, path)
+    if member is None or depth != len(path) - 1:
+        return None
+    raw = text[member.value_start : member.value_end]
+    try:
+        return json.loads(raw)
+    except ValueError:  # a nested object may hold comments or trailing commas: not needed here
+        return None
+
+
+def configured_model(cwd: Path, environ: Mapping[str, str]) -> str | None:
+    """The `provider/model` OpenCode runs when none is given: the project's config wins over the
+    user's (OpenCode merges them in that order)."""
+    for folder in (cwd, config_home(environ)):
+        path = config_file(folder)
+        if path.is_file():
+            model = get_member(path.read_text(encoding="utf-8"), ["model"])
+            if isinstance(model, str) and "/" in model:
+                return model
+    return None
 
 
 def set_member(text: str, path: list[str], value: Any) -> str:

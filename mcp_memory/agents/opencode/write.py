@@ -20,7 +20,7 @@ from typing import Any
 
 from ...models import MessageIn, ToolCall
 from ..base import MappingReport, NeutralSession, WriteOptions, epoch_ms
-from .ids import IdMinter
+from .ids import SESSION_ID, IdMinter
 from .read import AGENT
 from .write_session import first_time, last_time, native_session, title
 from .write_tools import guess_provider, tokens_from_usage, tool_part
@@ -66,7 +66,7 @@ def _session_info(writer: _Writer) -> dict[str, Any]:
     native = native_session(session)
     start = epoch_ms(session.meta.get("created_at")) or first_time(session) or 0
     writer.clock = start
-    if native:
+    if native and SESSION_ID.fullmatch(str(native["info"].get("id"))):  # meta is data: OpenCode's id shape only
         writer.session_id = native["info"]["id"]
         return native["info"]
     writer.session_id = writer.ids.descending("ses", start)
