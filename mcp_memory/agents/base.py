@@ -2,7 +2,7 @@
 
 An adapter never touches the database. `read` turns native files into `NeutralSession`s, `write`
 turns a `NeutralSession` into native files; both fill a `MappingReport` that names every field or
-record type that was dropped, transformed or synthesised (seed flaw 10: no silent loss). The native
+record type that was dropped, transformed or synthesised, so that nothing is lost silently. The native
 record is kept under `metadata["native"]` so that a round trip into the same agent is lossless.
 """
 

@@ -1,6 +1,6 @@
 """The real Claude Code lists and opens sessions we install (offline, throwaway HOME, driven in tmux).
 
-Recipe: shared/research/interop.md (checked with @anthropic-ai/claude-code 2.1.328). Needs `claude` and
+Recipe: mcp_memory/agents/claude_code/README.md, §Checked against (@anthropic-ai/claude-code 2.1.328). Needs `claude` and
 `tmux` on PATH; skipped otherwise. No request leaves the machine: the picker and the rendering of a
 resumed conversation need no model, and ANTHROPIC_BASE_URL points at a closed local port.
 """

@@ -1,6 +1,6 @@
 """Our OpenCode files against the real `opencode` binary (npm `opencode-ai@1.18.33`), offline.
 
-Each test gets throwaway HOME / XDG_* dirs (shared/research/interop.md). Skipped without the binary.
+Each test gets throwaway HOME / XDG_* dirs (mcp_memory/agents/opencode/README.md, §Checked against). Skipped without the binary.
 """
 
 from __future__ import annotations

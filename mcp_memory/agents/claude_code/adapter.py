@@ -1,10 +1,10 @@
 """Claude Code adapter: `~/.claude/projects/<encoded cwd>/<session uuid>.jsonl` ⇄ neutral sessions.
 
-Format facts: shared/research/claude-code.md (docs up to Claude Code ~2.1.23x, 552 real transcripts of
-2.0.64–2.1.42) and shared/research/interop.md + shared/fixtures/real/claude-code (files written by Claude
-Code 2.1.328, resume picker checked offline). Parsing lives in claude_code_read, rendering in
-claude_code_write; this module finds files, assembles sessions and sub-agents, and reads incrementally
-for the capture hooks (Stop, SubagentStop, PreCompact, SessionEnd).
+Format facts: README.md in this package (§Records, §Resumable files), checked against the files
+Claude Code 2.1.328 wrote in tests/fixtures/real/claude-code (resume picker checked offline; see
+tests/fixtures/README.md). Parsing lives in read.py, rendering in write.py; this module finds files,
+assembles sessions and sub-agents, and reads incrementally for the capture hooks (Stop, SubagentStop,
+PreCompact, SessionEnd).
 """
 
 from __future__ import annotations

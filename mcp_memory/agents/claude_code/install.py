@@ -1,6 +1,6 @@
 """Register mcp-memory with Claude Code: the MCP server entry and the capture hooks.
 
-Where Claude Code reads them (shared/research/claude-code.md §3–4, docs up to ~2.1.23x):
+Where Claude Code reads them (README.md in this package, §Install; documented up to ~2.1.23x):
 - MCP servers: scope "user" → top-level `mcpServers` of `~/.claude.json` (`$CLAUDE_CONFIG_DIR/.claude.json`
   when that is set, as Claude Code 2.1.328 does); scope "project" →
   `<project>/.mcp.json`. Entry shape `{"type": "stdio", "command", "args", "env"}`.

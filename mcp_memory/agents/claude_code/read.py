@@ -1,9 +1,9 @@
 """Claude Code transcript lines → neutral messages (the parsing half of the Claude Code adapter).
 
-Format facts: shared/research/claude-code.md (real transcripts of Claude Code 2.0.46–2.1.42: one JSONL line
-per content block, lines of one API message sharing `message.id`, a `parentUuid` chain that is a DAG,
-compaction roots with `logicalParentUuid`, old in-file `isSidechain` lines) and the files Claude Code
-2.1.328 wrote in shared/fixtures/real/claude-code (new record types `attachment`, `atis-latch`,
+Format facts: README.md in this package, §Records (transcripts of Claude Code 2.0.46–2.1.42: one JSONL
+line per content block, lines of one API message sharing `message.id`, a `parentUuid` chain that is a
+DAG, compaction roots with `logicalParentUuid`, old in-file `isSidechain` lines) and the files Claude
+Code 2.1.328 wrote in tests/fixtures/real/claude-code (new record types `attachment`, `atis-latch`,
 `api-request*`, `tools-used`, `last-prompt`, `cost-state`, `mode`; sub-agents in `subagents/agent-*.jsonl`).
 
 Every line is kept: lines that form a message go under that message's `metadata["native"]["lines"]`,

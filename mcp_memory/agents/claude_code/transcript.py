@@ -1,6 +1,6 @@
 """Claude Code transcript files as lines (the file layer of the Claude Code adapter): JSONL split into
 parsed lines with their byte offsets, where a read stopped, and the `parentUuid` chain that says which
-lines are the conversation (a DAG, not file order). claude_code_read.py turns the lines into messages."""
+lines are the conversation (a DAG, not file order). read.py turns the lines into messages."""
 
 from __future__ import annotations
 

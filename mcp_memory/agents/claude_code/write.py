@@ -1,7 +1,7 @@
 """Neutral session → a resumable Claude Code transcript (the writing half of the Claude Code adapter).
 
-Rules from shared/research/claude-code.md §2 and shared/research/interop.md (checked with Claude Code
-2.1.328): one linear `parentUuid` chain, unique uuids, non-decreasing timestamps, `entrypoint: "cli"`
+Rules from README.md in this package, §Resumable files (checked with Claude Code 2.1.328 by
+tests/interop/test_claude_code_interop.py): one linear `parentUuid` chain, unique uuids, non-decreasing timestamps, `entrypoint: "cli"`
 (the resume picker hides `sdk-*` sessions), `cwd` = the project the file is installed for, a plain
 first user prompt, a title line at the end, and never a `thinking` block without its original Claude
 signature (the API rejects it on every later turn). Lines read from Claude Code are written back as

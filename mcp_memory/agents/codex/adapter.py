@@ -1,10 +1,10 @@
 """Codex CLI adapter: `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<uuid>.jsonl` ⇄ neutral sessions.
 
-Format facts: shared/research/other-agents.md §3 (openai/codex `codex-rs/protocol`, `rollout/recorder.rs`;
-CODEX_HOME defaults to ~/.codex, file dates in local time) and shared/fixtures/real/codex (rollouts of
+Format facts: README.md in this package (from openai/codex `codex-rs/protocol`, `rollout/recorder.rs`;
+CODEX_HOME defaults to ~/.codex, file dates in local time) and tests/fixtures/real/codex (rollouts of
 Codex CLI 0.169.0, resumed offline). Checked against Codex CLI 0.169.0: a rollout written here is listed
 by its app server (`thread/list`, the listing behind `codex resume`) and opened by `thread/read`
-(tests/interop/test_codex_interop.py). Parsing lives in codex_read, rendering in codex_write.
+(tests/interop/test_codex_interop.py). Parsing lives in read.py, rendering in write.py.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Register mcp-memory with Codex CLI: `[mcp_servers.mcp-memory]` in `$CODEX_HOME/config.toml`.
 
-Where Codex reads it: shared/research/other-agents.md §3 (`[mcp_servers.<name>] command/args/env` in
-`~/.codex/config.toml`; CODEX_HOME replaces `~/.codex`). The notes name no project-level file, so scope
+Where Codex reads it: README.md in this package, §Install (`[mcp_servers.<name>] command/args/env` in
+`~/.codex/config.toml`; CODEX_HOME replaces `~/.codex`). No project-level file is known, so scope
 "project" is refused. The file is edited with tomlkit so that comments and the order of other tables
 survive; running twice changes nothing; uninstall removes only our table.
 """

@@ -1,7 +1,7 @@
 """Codex CLI rollout lines → neutral messages (parsing half of the Codex adapter).
 
-Format facts: shared/research/other-agents.md §3 (codex-rs `protocol/src/models.rs`, `rollout/recorder.rs`)
-and shared/fixtures/real/codex (rollouts written by Codex CLI 0.169.0). A rollout line is
+Format facts: README.md in this package, §Records (codex-rs `protocol/src/models.rs`,
+`rollout/recorder.rs`) and tests/fixtures/real/codex (rollouts written by Codex CLI 0.169.0). A rollout line is
 `{"timestamp", "type", "payload"}` (0.169 adds `ordinal` and a line-level `metadata`); the transcript is
 built from `response_item` lines only. Every other line (`session_meta`, `event_msg`, `turn_context`,
 `world_state`, `token_usage_record`, `compacted`, …) is kept verbatim under the next message's

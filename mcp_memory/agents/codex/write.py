@@ -5,7 +5,7 @@ lines that preceded it (`metadata["native_before"]`); those are written back unc
 elsewhere become `response_item`s (message / reasoning / function_call / function_call_output) plus the
 `event_msg`s (`user_message`, `agent_message`, `agent_reasoning`) that Codex replays into its UI on
 resume, following the shapes of codex-rs `protocol` as recorded by Codex CLI 0.169.0
-(shared/fixtures/real/codex).
+(tests/fixtures/real/codex).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """DeepSeek Harness (`dsh`, deepseek-ai/deepseek-harness): the append-only session event log.
 
-Format facts (shared/research/other-agents.md §2, deepseek-harness at b150a551, release 0.1.1-rc.2;
+Format facts (README.md in this package; deepseek-harness at b150a551, release 0.1.1-rc.2:
 `packages/session/session-persistence-jsonl` README and src/format.ts, `packages/core/session`,
 `docs/subsystems/session.md`, `packages/llm/llm/src/message.ts`):
 - `$DSH_HOME/sessions/--<projectKey(cwd)>--/<encodeSegment(id)>/session.jsonl.zstd` (default; a

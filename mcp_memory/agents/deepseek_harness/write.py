@@ -1,10 +1,10 @@
 """Writing DeepSeek harness session logs: native lines verbatim, everything else synthesized.
 
-Format facts as in `deepseek_harness` (deepseek-harness b150a551). A synthesized log has a version-0
+Format facts as in adapter.py and README.md in this package (deepseek-harness b150a551). A synthesized log has a version-0
 header, contiguous `seq` numbers, balanced `turn/*` and `step/*` brackets, a `request/header` before
 the first model step, and `source.provider` / `source.model` on every assistant message, which dsh's
-seed/load validation requires (shared/research/other-agents.md §2.1; whether a hand-written log
-passes every invariant check of a real dsh build is unconfirmed).
+seed/load validation requires (README.md in this package, §Resumable files; whether a hand-written
+log passes every invariant check of a real dsh build is unconfirmed).
 """
 
 from __future__ import annotations

@@ -1,14 +1,14 @@
 """Gemini CLI adapter: `~/.gemini/tmp/<project>/chats/session-*.jsonl` (and legacy `.json`) ⇄ neutral.
 
-Format facts: shared/research/other-agents.md §4 and shared/fixtures/real/gemini (Gemini CLI 0.61.0).
+Format facts: README.md in this package and tests/fixtures/real/gemini (Gemini CLI 0.61.0).
 Project folders, from the 0.61.0 bundle (`ProjectRegistry`, `Storage.performMigration`): `<project>` is
 the slug that `~/.gemini/projects.json` maps the project root to (owner written in
 `tmp/<slug>/.project_root`); a folder named `sha256(project root)` is the pre-2026 layout, which Gemini
 copies to the slug folder on start when that folder holds nothing yet. `GEMINI_CLI_HOME` replaces HOME.
 Gemini deletes chats whose `lastUpdated` is older than 30 days on start (`general.sessionRetention`),
 so `install` stamps `lastUpdated` with the current time. Checked against Gemini CLI 0.61.0
-(`--list-sessions`, tests/interop/test_gemini_interop.py). Parsing lives in gemini_read, rendering in
-gemini_write.
+(`--list-sessions`, tests/interop/test_gemini_interop.py). Parsing lives in read.py, rendering in
+write.py.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Register mcp-memory with Gemini CLI: `mcpServers` in settings.json.
 
-Where Gemini reads it: shared/research/other-agents.md §4 (`mcpServers` in `settings.json`): scope "user"
+Where Gemini reads it (README.md in this package, §Install; `mcpServers` in `settings.json`): scope "user"
 → `~/.gemini/settings.json` (Gemini CLI 0.61.0 resolves `~` from GEMINI_CLI_HOME when set, else HOME),
 scope "project" → `<project>/.gemini/settings.json`. Entry shape `{"command", "args", "env"}`.
 Merging keeps every other key; running twice changes nothing; uninstall removes only our entry.

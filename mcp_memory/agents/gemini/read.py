@@ -1,7 +1,7 @@
 """Gemini CLI chat files → neutral messages (parsing half of the Gemini adapter).
 
-Format facts: shared/research/other-agents.md §4 (google-gemini/gemini-cli `chatRecordingTypes.ts`
-@04741d1d, `chatRecordingService.ts` @016443b5) and shared/fixtures/real/gemini (files written by Gemini
+Format facts: README.md in this package, §Records (google-gemini/gemini-cli `chatRecordingTypes.ts`
+@04741d1d, `chatRecordingService.ts` @016443b5) and tests/fixtures/real/gemini (files written by Gemini
 CLI 0.61.0), replayed the way 0.61's `loadConversationRecord` does: a record whose `id` was seen before
 replaces it in place, `{"$set": {"messages": […]}}` replaces the whole list, other `$set` keys and
 header lines merge into the session metadata, `{"$rewindTo": id}` drops that message and all after it.

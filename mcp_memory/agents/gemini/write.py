@@ -1,7 +1,7 @@
 """Neutral session → Gemini CLI chat file in the current JSONL format (rendering half of the adapter).
 
 Line 1 is the header `{sessionId, projectHash = sha256(project root), startTime, lastUpdated, kind}`,
-then one MessageRecord per line, as Gemini CLI 0.61.0 writes them (shared/fixtures/real/gemini). Records
+then one MessageRecord per line, as Gemini CLI 0.61.0 writes them (tests/fixtures/real/gemini). Records
 read from Gemini are written back unchanged (`metadata["native"]`, once per record id). Foreign
 assistant messages become `gemini` records whose `toolCalls[].result` holds the matching tool message
 as a `functionResponse` part, which is what 0.61 replays to the model on resume

@@ -1,6 +1,6 @@
 """HermesAgent (NousResearch/hermes-agent): `~/.hermes/state.db` and `hermes sessions export` JSONL.
 
-Format facts (shared/research/other-agents.md §1, from hermes-agent at the commits named there):
+Format facts (README.md in this package, from hermes-agent at the commits named below):
 - `state.db` is SQLite (schema version 30 when studied; columns are added often, so rows are read by
   column name via `SELECT *`). Table `sessions` (id, source, model, title, cwd, started_at …) and
   `messages` (OpenAI-shaped: role, content, tool_calls JSON, tool_call_id, tool_name, timestamp,

@@ -2,7 +2,7 @@
 
 Hermes reads MCP servers from the `mcp_servers` mapping of `$HERMES_HOME/config.yaml` (default
 `~/.hermes/config.yaml`), one entry per server with `command`, `args` and `env`
-(hermes-agent website/docs/user-guide/features/mcp.md; shared/research/other-agents.md §1.5).
+(hermes-agent website/docs/user-guide/features/mcp.md; README.md in this package, §Install).
 The file is edited with ruamel.yaml's round-trip mode, so the user's comments, key order and other
 settings stay as they were; only the `mcp-memory` entry is added, replaced or removed.
 """

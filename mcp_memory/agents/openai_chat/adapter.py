@@ -4,7 +4,7 @@ Format facts: the OpenAI Chat Completions message shape (`role`, `content` as a 
 content parts, `tool_calls` with `function.arguments` as a JSON string, `tool` messages with
 `tool_call_id`, optional `name`) and DeepSeek's `reasoning_content` field of thinking mode
 (api-docs.deepseek.com/guides/thinking_mode; deepseek-ai/deepseek-harness
-`packages/llm/llm-deepseek/src/serialize.ts` at b150a551, see shared/research/other-agents.md §2.3).
+`packages/llm/llm-deepseek/src/serialize.ts` at b150a551; see README.md in this package, §Reasoning).
 A file holds either a bare list of messages or a request body `{"messages": [...], "model": …}`.
 
 Reasoning on write (`WriteOptions.extra["reasoning"]`):

@@ -1,14 +1,14 @@
 """OpenCode (sst/opencode, npm `opencode-ai`) 1.x sessions ⇄ neutral sessions.
 
-Format facts come from `shared/research/opencode.md` (OpenCode sources and `@opencode-ai/sdk`
-1.19.3 types) and were checked against files written by OpenCode 1.18.33 itself
-(`shared/fixtures/real/opencode/`) and by importing our output into that version.
+Format facts are in README.md in this package (from the OpenCode sources and the `@opencode-ai/sdk`
+1.19.3 types); they were checked against files written by OpenCode 1.18.33 itself
+(`tests/fixtures/real/opencode/`) and by importing our output into that version.
 
 Reads all three 1.x generations — `opencode.db` (1.2.0+), the legacy `storage/` JSON tree and
 `opencode export` JSON — deduplicating by session id (the newest copy wins, the database on a tie).
 Writes the `opencode import` JSON; `install` runs `opencode import` in the target project. Capture
 reads the database incrementally (`read_incremental`, `read_session_from_db`). The layout readers
-live in `opencode_native`, the conversions in `opencode_read` / `opencode_write`.
+live in storage.py, the conversions in read.py / write.py.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""OpenCode ids: `prefix_` + 12 hex + 14 base62 (`packages/opencode/src/id/id.ts`, research notes §1.3).
+"""OpenCode ids: `prefix_` + 12 hex + 14 base62 (`packages/opencode/src/id/id.ts`; README.md, §Ids).
 
 The 12 hex digits are the low 48 bits of `ms·4096 + counter`; messages and parts use them as is
 (ascending: lexical order = creation order), sessions their bitwise NOT (descending: newest first).

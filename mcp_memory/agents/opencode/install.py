@@ -1,6 +1,6 @@
 """Register mcp-memory with OpenCode 1.x: the MCP server entry and the capture plugin.
 
-Facts (research notes `shared/research/opencode.md` §3; plugin globs checked in the 1.18.33 binary:
+Facts (README.md in this package, §Install; plugin globs checked in the 1.18.33 binary:
 `{plugin,plugins}/*.{ts,js}`):
 - config `opencode.json` or `opencode.jsonc` — user scope in `$XDG_CONFIG_HOME/opencode/`
   (default `~/.config/opencode/`), project scope in the project root;

@@ -1,7 +1,7 @@
 """OpenCode 1.x messages (export shape: info + parts) → neutral messages.
 
-Format facts: `shared/research/opencode.md` §1.4 (Part union, tool states, `toModelMessages`), checked
-against sessions written by OpenCode 1.18.33 (`shared/fixtures/real/opencode/`).
+Format facts: README.md in this package, §Records (Part union, tool states, `toModelMessages`),
+checked against sessions written by OpenCode 1.18.33 (`tests/fixtures/real/opencode/`).
 
 One OpenCode user message → one neutral user message. One OpenCode assistant message (one model
 step) → one neutral assistant message (text, reasoning as `thinking`, tool parts as `tool_calls`)

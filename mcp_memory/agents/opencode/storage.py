@@ -3,8 +3,8 @@
 Every storage generation is normalised to what `opencode export <id>` prints:
 `{"info": Session, "messages": [{"info": Message, "parts": [Part, …]}]}` (plus `todos` when known).
 
-Format facts (research notes `shared/research/opencode.md` §1–2, checked against the files written by
-OpenCode 1.18.33 in `shared/fixtures/real/opencode/`):
+Format facts (README.md in this package, §Storage, checked against the files written by
+OpenCode 1.18.33 in `tests/fixtures/real/opencode/`):
 - `opencode.db` (1.2.0 and later): tables `session`, `message(data)`, `part(data)`, `todo`; `data`
   is the record without its id columns; read back as `{...data, id, sessionID[, messageID]}`.
   Messages are ordered by `(time_created, id)`, parts by `id`. Opened read-only through a

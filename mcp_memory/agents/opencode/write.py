@@ -1,7 +1,7 @@
 """Neutral session → the JSON that `opencode import FILE` accepts (OpenCode 1.x).
 
-Format facts: `shared/research/opencode.md` §1.3 (ids), §1.4 (schemas), §2.2 (import) and the
-converter gotchas 4–9; checked by importing into OpenCode 1.18.33 (tests/interop).
+Format facts: README.md in this package, §Ids, §Records and §Writing; checked by importing into
+OpenCode 1.18.33 (tests/interop/test_opencode_interop.py).
 
 - Messages that carry OpenCode's own record (`metadata["native"]`) are written back verbatim, so a
   same-agent round trip is lossless; tool parts are restored from their tool messages.

@@ -1,9 +1,9 @@
 """Neutral tool calls and results → OpenCode tool parts, plus model / usage fields for written messages.
 
-Facts: research notes `shared/research/opencode.md` §1.4 (tool state union) and gotcha 7 — one part
+Facts (README.md in this package, §Records and §Writing) — one part
 per call and result, `input` a JSON object, `output` a string, failures as `status: "error"`;
 OpenCode's built-in tools take camelCase arguments (`filePath`, `oldString`), as the 1.18.33
-sessions in `shared/fixtures/real/opencode/` show.
+sessions in `tests/fixtures/real/opencode/` show.
 """
 
 from __future__ import annotations
