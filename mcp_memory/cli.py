@@ -27,7 +27,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     sub.add_parser("serve", help="MCP server over stdio (what agents launch)",
-                   description="Run the MCP server over stdio. Example: claude mcp add mcp-memory -- mcp-memory serve")
+                   description="Run the MCP server over stdio. Example: claude mcp add -s user mcp-memory -- mcp-memory serve")
 
     db = sub.add_parser("db", help="schema migrations and the embedded server")
     db_sub = db.add_subparsers(dest="db_command", metavar="ACTION", required=True)

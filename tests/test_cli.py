@@ -76,8 +76,10 @@ def test_demo_on_the_embedded_default(profile) -> None:
             first = run(env, "demo")
             assert first.returncode == 0, first.stderr
             assert "database: the embedded PostgreSQL" in first.stdout
-            assert "duplicate=True" in first.stdout and "claude mcp add mcp-memory" in first.stdout
+            assert "duplicate=True" in first.stdout and "claude mcp add -s user mcp-memory" in first.stdout
             assert "#5 user: Add the timeout and rerun the test." in first.stdout
+            fork = first.stdout.split("fork (OpenCode)")[1]  # every inherited turn is labelled
+            assert [line.strip()[:2] for line in fork.splitlines() if "(inherited)" in line] == ["#1", "#2", "#3", "#4"]
             assert run(env, "demo").returncode == 0  # again, attaching to the running server
         finally:
             embedded.stop(home / "mcp-memory" / "pg")

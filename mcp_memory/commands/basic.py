@@ -68,11 +68,12 @@ def render_message(m) -> str:
     text = m.content if isinstance(m.content, str) else " ".join(
         getattr(p, "text", f"[{p.type}]") for p in (m.content or [])
     )
-    lines = [f"#{m.seq} {m.role}{' (inherited)' if m.inherited_from else ''}: {text or ''}".rstrip()]
+    inherited = " (inherited)" if m.inherited_from else ""
+    lines = [f"#{m.seq} {m.role}{inherited}: {text or ''}".rstrip()]
     if m.thinking and m.thinking.content and not m.thinking.encrypted:
         lines.append(f"    thinking: {m.thinking.content[:200]}")
     for call in m.tool_calls or []:
         lines.append(f"    → {call.function.name}({call.function.arguments[:200]}) [{call.id}]")
     if m.tool_call_id:
-        lines[0] = f"#{m.seq} tool result for {m.tool_call_id}: {text[:300]}"
+        lines[0] = f"#{m.seq} tool result for {m.tool_call_id}{inherited}: {text[:300]}"
     return "\n".join(lines)

@@ -66,7 +66,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
             for message in page.messages:
                 print("     " + render_message(message).replace("\n", "\n     "))
     print(f"\nDone in {time.monotonic() - started:.1f}s. Next steps:")
-    print(f"  • Claude Code:  claude mcp add mcp-memory -- {launcher.shell_command()} serve")
+    print(f"  • Claude Code:  claude mcp add -s user mcp-memory -- {launcher.shell_command()} serve")
     print("    (or: mcp-memory install claude-code   — also adds the capture hooks)")
     entry = {"mcp-memory": {"type": "local", "command": [*launcher.command(), "serve"]}}
     print(f"  • OpenCode:     in opencode.json, \"mcp\": {json.dumps(entry)}")

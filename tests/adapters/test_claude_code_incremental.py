@@ -130,3 +130,13 @@ def test_transcript_from_hook() -> None:
     assert transcript_from_hook(sub) == Path("/h/x/abc/subagents/agent-1.jsonl")
     with pytest.raises(ValueError, match="no transcript_path"):
         transcript_from_hook({"hook_event_name": "Stop"})
+
+
+def test_a_headless_session_without_a_title_record_is_titled_by_its_first_prompt() -> None:
+    """`claude -p` writes no ai-title/summary line (the recorded run has none)."""
+    path = next(REAL.rglob("7f067304-*.jsonl"))
+    kinds = {json.loads(line).get("type") for line in path.read_text().splitlines()}
+    assert not kinds & {"ai-title", "custom-title", "summary"}
+    (session,) = adapter_for("claude-code").read([path])
+    assert session.meta["title"].startswith("Our order module peaks at 200 QPS.")
+    assert len(session.meta["title"]) <= 80

@@ -118,6 +118,10 @@ class ClaudeCodeAdapter(Adapter):
         builder = MessageBuilder(report, state)
         tail = builder.run(main)
         meta.update({"agent_source": AGENT, "native": {"file": path.name, "tail": tail}})
+        if not subagent and not meta.get("title"):  # `claude -p` writes no title record: its picker shows the first prompt
+            prompt = first_prompt(builder.messages)
+            if prompt:
+                meta["title"] = prompt
         session = NeutralSession(self.name, session_id, builder.messages, meta, report, source_path=path)
         if subagent:
             _as_subagent(session, path, main)
@@ -210,6 +214,14 @@ def scan_meta(meta: dict[str, Any], records: list[dict[str, Any]]) -> None:
         rank = TITLE_RANK.get(str(kind), 0)
         if isinstance(title, str) and rank >= meta.get("title_rank", 0):
             meta["title"], meta["title_rank"] = title, rank
+
+
+def first_prompt(messages: list[Any], limit: int = 80) -> str | None:
+    """The first user text, cut at `limit` characters (as the writer titles a session)."""
+    for message in messages:
+        if message.role == "user" and isinstance(message.content, str) and message.content.strip():
+            return message.content[:limit].strip()
+    return None
 
 
 def _session_id(path: Path, lines: list[Line], meta: dict[str, Any]) -> str:
