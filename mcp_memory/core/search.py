@@ -11,6 +11,7 @@ from typing import Any
 from ..errors import Invalid, NotFound
 from ..memory_records import MessageMatch
 from ..models import ROLES, format_time
+from ..operations import MAX_MATCHES
 from ..search import ranking
 from ..search.query import ParsedQuery, match_tsquery, parse, phrase_tsquery
 from ..search.snippet import snippet
@@ -21,7 +22,7 @@ from ..store.search_repo import Scope, SearchStore
 from .indexer import Indexer
 
 MAX_QUERY_CHARS = 2000
-MAX_LIMIT = 100
+MAX_LIMIT = MAX_MATCHES
 HIT_FETCH_FACTOR = 3  # neighbours and filters drop some keys: fetch more than asked, keep `limit`
 _RELATIVE = re.compile(r"^\s*(\d+)\s*([mhdw])\s*$")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
