@@ -19,7 +19,7 @@ from typing import Any, Self
 
 from .config import Settings
 from .core.service import Service
-from .memory_records import ContextOut, DecisionCreated, DecisionList, MatchList, Recall
+from .memory_records import ContextOut, DecisionCreated, DecisionList, DecisionStatus, MatchList, Recall
 from .records import Page
 
 
@@ -107,7 +107,7 @@ class SessionContext:
         text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
         return call_seq, self._append({"role": "tool", "tool_call_id": call_id, "content": text}, None)
 
-    def add_decision(self, decision_type: str, summary: str, status: str = "accepted", rationale: str | None = None,
+    def add_decision(self, decision_type: str, summary: str, status: DecisionStatus = "accepted", rationale: str | None = None,
                      *, alternatives: list[Any] | None = None, metadata: dict[str, Any] | None = None,
                      supersedes: str | None = None, message_seq: int | None = None) -> DecisionCreated:
         """Record a decision. Without message_seq, a short assistant message states it first (as in

@@ -129,15 +129,12 @@ def update(
         if current.version != expected_version:
             raise Conflict(f"decision {decision_id} is at version {current.version}, not {expected_version}: "
                            "read it again (search_decisions) and decide whether your change still applies")
-        fields = {
-            "status": status or current.status,
-            "summary": summary or current.summary,
-            "rationale": rationale if rationale is not None else current.rationale,
-            "alternatives": alts if alts is not None else [a.model_dump(exclude_none=True) for a in current.alternatives],
-            "metadata": {**current.metadata, **extra},
-        }
-        fields["tsv"] = index_text(decision_text(current.decision_type, fields["summary"], fields["rationale"],
-                                                 fields["alternatives"])).tsv
+        new_summary = summary or current.summary
+        new_rationale = rationale if rationale is not None else current.rationale
+        new_alts = alts if alts is not None else [a.model_dump(exclude_none=True) for a in current.alternatives]
+        tsv = index_text(decision_text(current.decision_type, new_summary, new_rationale, new_alts)).tsv
+        fields = {"status": status or current.status, "summary": new_summary, "rationale": new_rationale,
+                  "alternatives": new_alts, "metadata": {**current.metadata, **extra}, "tsv": tsv}
         # the database checks the version again under the row lock: a change in between is a conflict
         return store.update_decision(decision_id, expected_version, **fields)
 

@@ -21,7 +21,7 @@ from ..models import Message, MessageIn, format_time, parse_message, size_error
 from ..operations import MAX_PAGE
 from ..records import AppendManyResult, Page
 from ..store.db import Database
-from ..store.repo import COPY_FROM, AppendRaced, NewMessage, Store, copy_allowed
+from ..store.repo import COPY_FROM, AppendRaced, NewMessage, Store, StoredRow, copy_allowed
 from .sanitize import Cleaner
 
 MAX_BATCH = 10_000
@@ -38,7 +38,7 @@ class Prepared:
     redacted: int
 
 
-def prepare(raw: Sequence[Any], *, max_bytes: int, cleaner: Cleaner, field: str = "messages") -> list[Prepared]:
+def prepare(raw: Any, *, max_bytes: int, cleaner: Cleaner, field: str = "messages") -> list[Prepared]:
     """Validate and normalise a batch before any database work (bad input loses nothing).
     `field` names the argument in errors: "message" for one message, "messages" for a list."""
     if field == "message":
@@ -206,7 +206,7 @@ def read(db: Database, session_id: str, *, after_seq: int, limit: int, include_n
         segments = store.lineage(session_id)
         if not segments:
             raise NotFound(f"session {session_id} does not exist")
-        rows = []
+        rows: list[StoredRow] = []
         for segment in reversed(segments):  # oldest ancestor first: its seqs come first
             if segment.upper is not None and segment.upper <= after_seq:
                 continue

@@ -90,7 +90,7 @@ def render(items: list[RecallItem], lang: str) -> str:
     if not items:
         return ""
     lines = [HEADER[lang]]
-    for kind, title in zip(("decision", "message"), SECTIONS[lang]):
+    for kind, title in zip(("decision", "message"), SECTIONS[lang], strict=True):
         chosen = [i for i in items if i.kind == kind]
         if chosen:
             lines.append(title)

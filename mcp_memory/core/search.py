@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal, overload
 
 from ..errors import Invalid, NotFound
 from ..memory_records import MessageMatch
@@ -28,6 +28,12 @@ _RELATIVE = re.compile(r"^\s*(\d+)\s*([mhdw])\s*$")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 
+@overload
+def check_query(query: Any) -> str: ...
+@overload
+def check_query(query: Any, *, required: Literal[True]) -> str: ...
+@overload
+def check_query(query: Any, *, required: bool) -> str | None: ...
 def check_query(query: Any, *, required: bool = True) -> str | None:
     if query is None or (isinstance(query, str) and not query.strip() and not required):
         return None

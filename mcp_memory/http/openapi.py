@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 from functools import cache
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
@@ -27,8 +27,8 @@ ERROR_SCHEMA = {
 REF = "#/components/schemas/{model}"
 
 
-def _models() -> list[tuple[type[BaseModel], str]]:
-    found: list[tuple[type[BaseModel], str]] = [(MessageIn, "validation")]
+def _models() -> list[tuple[type[BaseModel], Literal["validation", "serialization"]]]:
+    found: list[tuple[type[BaseModel], Literal["validation", "serialization"]]] = [(MessageIn, "validation")]
     for op in OPERATIONS:
         found += [(op.input, "validation"), (op.result, "serialization")]
     return found
@@ -36,8 +36,6 @@ def _models() -> list[tuple[type[BaseModel], str]]:
 
 def _param(p: Param) -> dict[str, Any]:
     schema = dict(p.schema)
-    if schema.get("type") == "string":
-        schema.setdefault("maxLength", 1000)
     return {"name": p.name, "in": "query", "required": p.required, "description": p.description, "schema": schema}
 
 

@@ -142,7 +142,7 @@ def validate(op: Operation, data: dict[str, Any]) -> Input:
     except ValidationError as exc:
         text = describe_validation_error(exc, prefix="")
         if op.rest.method == "GET" and text.startswith("query "):
-            text = "q" + text[len("query"):]  # the REST name of the search words
+            text = "query parameter q" + text[len("query"):]  # the REST name of the search words
         raise Invalid(text) from None
 
 
@@ -152,7 +152,13 @@ def _runner(op: Operation) -> Callable[[Service, Call], BaseModel]:
             # one message as the body (CONTRACT §4): the append_message operation
             single = BY_NAME["append_message"]
             return call(svc, single, validate(single, {"message": call_.body, **call_.path}))
-        return call(svc, op, validate(op, _arguments(op, call_)))
+        args = validate(op, _arguments(op, call_))
+        try:
+            return call(svc, op, args)
+        except Invalid as exc:  # the core names the search words `query`; here they are `q`
+            if "query" in REST_NAMES and op.rest.method == "GET" and str(exc).startswith("query"):
+                raise Invalid(f"query parameter q: {exc}") from exc
+            raise
 
     return run
 
