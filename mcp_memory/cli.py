@@ -18,6 +18,8 @@ EPILOG = "Docs: README.md. Every command takes --dsn (else MCP_MEMORY_DSN, the c
 
 
 def _parser() -> argparse.ArgumentParser:
+    from .commands.cliargs import add_arguments  # the arguments of commands that mirror a tool
+
     parser = argparse.ArgumentParser(
         prog="mcp-memory", description="Shared, durable session memory for AI coding agents.", epilog=EPILOG
     )
@@ -43,13 +45,12 @@ def _parser() -> argparse.ArgumentParser:
 
     snapshot = sub.add_parser("snapshot", help="snapshot a session (as the create_snapshot tool)",
                               description="Example: mcp-memory snapshot ses_… -m 'before refactor'")
-    snapshot.add_argument("session_id")
-    snapshot.add_argument("-m", "--message", default="", help="commit message of the snapshot")
+    add_arguments(snapshot, "create_snapshot", {"session_id": (), "commit_msg": ("-m", "--message")})
     snapshot.add_argument("--json", action="store_true")
 
     fork = sub.add_parser("fork", help="new session from a snapshot (as the load_snapshot tool)",
                           description="Example: mcp-memory fork 12 --agent opencode")
-    fork.add_argument("snapshot_id", type=int)
+    add_arguments(fork, "load_snapshot", {"snapshot_id": ()})
     fork.add_argument("--agent", help="agent_source of the new session")
     fork.add_argument("--title", help="title of the new session")
     fork.add_argument("--json", action="store_true")
