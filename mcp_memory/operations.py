@@ -43,11 +43,16 @@ from .records import (
 
 # limits, in one place (the core checks them again for callers that skip the models)
 MAX_PAGE = 1000  # read_session
+MAX_BATCH = 10_000  # append_messages
 MAX_SESSIONS = 200  # list_sessions
 MAX_MATCHES = 100  # search_messages, search_decisions
 MAX_RECALL = 20  # recall
 MAX_WAIT_SECONDS = 60  # read_session(wait_seconds)
 MAX_PROJECT_CHARS = 200
+MAX_QUERY_CHARS = 2000  # search words
+MAX_TEXT = 10_000  # decision summary and rationale, snapshot commit message
+MAX_DECISION_TYPE = 100
+MAX_KEY = 200  # context keys
 
 Kind = Literal["read", "write", "idempotent"]
 
@@ -68,7 +73,7 @@ AgentFilter = Annotated[str | None, Field(description="Only sessions of this age
 Since = Annotated[str | None, Field(description="Only from this time on: RFC 3339, a date, or an age like 7d / 12h.")]
 Until = Annotated[str | None, Field(description="Only before this time (RFC 3339 or a date).")]
 SearchWords = Annotated[str, Field(
-    description='A question or keywords in any language. Words are alternatives ranked by relevance; '
+    max_length=MAX_QUERY_CHARS, description='A question or keywords in any language. Words are alternatives ranked by relevance; '
                 '"quoted phrase" is required; -word excludes.')]
 
 
@@ -97,7 +102,8 @@ class AppendMessages(Input):
     append_message, per message."""
 
     session_id: SessionId
-    messages: Annotated[list[MessageIn], Field(min_length=1, description="Messages in order; stored in one transaction.")]
+    messages: Annotated[list[MessageIn], Field(min_length=1, max_length=MAX_BATCH, description=(
+        f"Messages in order (at most {MAX_BATCH}); stored in one transaction."))]
 
 
 class ReadSession(Input):
@@ -121,7 +127,7 @@ class CreateSnapshot(Input):
     asynchronously. Use before handing the work to another agent."""
 
     session_id: SessionId
-    commit_msg: Annotated[str, Field(max_length=10_000,
+    commit_msg: Annotated[str, Field(max_length=MAX_TEXT,
                                      description="What this point in the session is (like a commit message).")] = ""
 
 
@@ -169,12 +175,12 @@ class RecordDecision(Input):
     and version."""
 
     session_id: SessionId
-    decision_type: Annotated[str, Field(min_length=1, max_length=100,
+    decision_type: Annotated[str, Field(min_length=1, max_length=MAX_DECISION_TYPE,
                                         description="Kind of decision: architecture, api, dependency, process, …")]
-    summary: Annotated[str, Field(min_length=1, max_length=10_000, description=(
+    summary: Annotated[str, Field(min_length=1, max_length=MAX_TEXT, description=(
         "The decision in one sentence, e.g. 'Orders do not use a message queue yet'."))]
     status: Status = "accepted"
-    rationale: Annotated[str | None, Field(max_length=10_000, description="Why — the reason the next agent needs.")] = None
+    rationale: Annotated[str | None, Field(max_length=MAX_TEXT, description="Why — the reason the next agent needs.")] = None
     message_seq: Annotated[int | None, Field(ge=1, description="seq of the message where it was decided.")] = None
     metadata: DecisionMetadata = None
     alternatives: Alternatives = None
@@ -191,8 +197,8 @@ class UpdateDecision(Input):
     decision_id: Annotated[str, Field(min_length=1, description="dec_… from record_decision or search_decisions.")]
     expected_version: Annotated[int, Field(ge=1, description="The version you read; [conflict] if it moved.")]
     status: Annotated[DecisionStatus | None, Field(description="New status.")] = None
-    summary: Annotated[str | None, Field(min_length=1, max_length=10_000, description="New summary.")] = None
-    rationale: Annotated[str | None, Field(max_length=10_000, description="New rationale.")] = None
+    summary: Annotated[str | None, Field(min_length=1, max_length=MAX_TEXT, description="New summary.")] = None
+    rationale: Annotated[str | None, Field(max_length=MAX_TEXT, description="New rationale.")] = None
     alternatives: Annotated[list[Alternative] | None, Field(
         description="New list of options considered (replaces the old one).")] = None
     metadata: Annotated[dict[str, Any] | None, Field(description="Keys to merge into the metadata.")] = None
@@ -203,7 +209,7 @@ class SearchDecisions(Input):
     was this option already chosen or turned down, and why? Best match first; without a query,
     newest first."""
 
-    query: Annotated[str | None, Field(max_length=2000,
+    query: Annotated[str | None, Field(max_length=MAX_QUERY_CHARS,
                                        description="Keywords or a question (any language); omit to list.")] = None
     status: Annotated[DecisionStatus | None, Field(description="Only this status, e.g. rejected.")] = None
     decision_type: Annotated[str | None, Field(description="Only this decision_type.")] = None
@@ -221,7 +227,7 @@ class SetContext(Input):
     agents."""
 
     session_id: SessionId
-    key: Annotated[str, Field(min_length=1, max_length=200,
+    key: Annotated[str, Field(min_length=1, max_length=MAX_KEY,
                               description="e.g. selected_stack, constraint, related_doc, task_goal.")]
     value: Annotated[Any, Field(description="Any JSON value; the previous value is kept as history.")]
 
@@ -230,7 +236,7 @@ class GetContext(Input):
     """Read a session's key facts (current values; with a key, also every earlier value)."""
 
     session_id: SessionId
-    key: Annotated[str | None, Field(max_length=200,
+    key: Annotated[str | None, Field(max_length=MAX_KEY,
                                      description="One key (its history included); omit for all keys.")] = None
 
 
@@ -259,7 +265,8 @@ class RecallHistory(Input):
     status: accepted / rejected / superseded) and discussed about it, each line dated. History may
     be stale."""
 
-    query: Annotated[str, Field(description="The current task or question, in your user's language.")]
+    query: Annotated[str, Field(max_length=MAX_QUERY_CHARS,
+                                description="The current task or question, in your user's language.")]
     project_id: Project = None
     limit: Annotated[int, Field(ge=1, le=MAX_RECALL, description=f"At most this many items (max {MAX_RECALL}).")] = 5
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..errors import Conflict, Invalid, NotFound
 from ..memory_records import Alternative, Decision, DecisionCreated
+from ..operations import MAX_DECISION_TYPE, MAX_TEXT
 from ..search import ranking
 from ..search.index import index_text
 from ..search.query import like_pattern, match_tsquery, parse, phrase_tsquery
@@ -22,7 +23,6 @@ from .search import check_limit, check_query, check_time
 
 STATUSES = ("proposed", "accepted", "rejected", "superseded")
 VISIBILITIES = ("private", "team", "public")
-MAX_TEXT = 10_000
 
 
 def new_decision_id() -> str:
@@ -82,7 +82,7 @@ def record(
     rationale: Any = None, message_seq: Any = None, metadata: Any = None, alternatives: Any = None,
     supersedes: Any = None, visibility: Any = "team",
 ) -> DecisionCreated:
-    decision_type = check_text(decision_type, "decision_type", required=True, limit=100)
+    decision_type = check_text(decision_type, "decision_type", required=True, limit=MAX_DECISION_TYPE)
     summary = check_text(summary, "summary", required=True)
     rationale = check_text(rationale, "rationale")
     status = check_status(status)

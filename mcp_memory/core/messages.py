@@ -18,13 +18,11 @@ from pydantic import ValidationError
 
 from ..errors import Conflict, Invalid, NotFound
 from ..models import Message, MessageIn, format_time, parse_message, size_error
-from ..operations import MAX_PAGE
+from ..operations import MAX_BATCH, MAX_PAGE
 from ..records import AppendManyResult, Page
 from ..store.db import Database
 from ..store.repo import COPY_FROM, AppendRaced, NewMessage, Store, StoredRow, copy_allowed
 from .sanitize import Cleaner
-
-MAX_BATCH = 10_000
 
 
 @dataclass(slots=True)

@@ -11,7 +11,7 @@ from typing import Any, Literal, overload
 from ..errors import Invalid, NotFound
 from ..memory_records import MessageMatch
 from ..models import ROLES, format_time
-from ..operations import MAX_MATCHES
+from ..operations import MAX_MATCHES, MAX_QUERY_CHARS
 from ..search import ranking
 from ..search.query import ParsedQuery, match_tsquery, parse, phrase_tsquery
 from ..search.snippet import snippet
@@ -21,7 +21,6 @@ from ..store.repo import Store
 from ..store.search_repo import Scope, SearchStore
 from .indexer import Indexer
 
-MAX_QUERY_CHARS = 2000
 MAX_LIMIT = MAX_MATCHES
 HIT_FETCH_FACTOR = 3  # neighbours and filters drop some keys: fetch more than asked, keep `limit`
 _RELATIVE = re.compile(r"^\s*(\d+)\s*([mhdw])\s*$")

@@ -43,7 +43,7 @@ def wait_latency(reader: Service, writer: Service, rounds: int) -> list[float]:
     for seq in range(rounds):
         committed: list[float] = []
 
-        def append(n: int = seq) -> None:
+        def append(n: int = seq, committed: list[float] = committed) -> None:
             writer.append_message(sid, {"role": "user", "content": f"turn {n}", "append_id": f"w{n}"})
             committed.append(time.perf_counter())  # the append returns once its commit is done
 
@@ -65,7 +65,7 @@ def notify_floor(dsn: str, rounds: int) -> list[float]:
         for _ in range(rounds):
             sent: list[float] = []
 
-            def notify() -> None:
+            def notify(sent: list[float] = sent) -> None:
                 sender.execute("NOTIFY mcp_memory_bench, 'x'")
                 sent.append(time.perf_counter())
 
