@@ -56,15 +56,14 @@ def _parser() -> argparse.ArgumentParser:
     fork.add_argument("--json", action="store_true")
 
     sessions = sub.add_parser("sessions", help="list sessions, newest first")
-    sessions.add_argument("--project", help="only this project")
-    sessions.add_argument("--agent", help="only this agent_source")
-    sessions.add_argument("--limit", type=int, default=20)
+    add_arguments(sessions, "list_sessions", {"project_id": ("--project",), "agent_source": ("--agent",),
+                                              "limit": ("--limit",)}, defaults={"limit": 20})
     sessions.add_argument("--json", action="store_true")
 
     show = sub.add_parser("show", help="print a session's messages (as read_session)")
-    show.add_argument("session_id")
-    show.add_argument("--after-seq", type=int, default=0)
-    show.add_argument("--limit", type=int, default=1000)
+    add_arguments(show, "read_session", {"session_id": (), "after_seq": ("--after-seq",), "limit": ("--limit",),
+                                         "include_native": ("--native",), "wait_seconds": ("--wait",)},
+                  defaults={"limit": 1000})
     show.add_argument("--json", action="store_true")
 
     sub.add_parser("demo", help="an end-to-end walk-through on the embedded default; run this first")

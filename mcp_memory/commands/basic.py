@@ -39,7 +39,7 @@ def fork(settings: Settings, args: argparse.Namespace) -> int:
 
 def sessions(settings: Settings, args: argparse.Namespace) -> int:
     with service(settings) as svc:
-        page = svc.list_sessions(project_id=args.project, agent_source=args.agent, limit=args.limit)
+        page = svc.list_sessions(**parse("list_sessions", args))
     if args.json:
         print_json(page)
         return 0
@@ -54,7 +54,7 @@ def sessions(settings: Settings, args: argparse.Namespace) -> int:
 
 def show(settings: Settings, args: argparse.Namespace) -> int:
     with service(settings) as svc:
-        page = svc.read_session(args.session_id, after_seq=args.after_seq, limit=args.limit)
+        page = svc.read_session(**parse("read_session", args))
     if args.json:
         print_json(page)
         return 0

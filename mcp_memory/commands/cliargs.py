@@ -23,7 +23,7 @@ def _scalar(annotation: Any) -> tuple[type | None, list[str] | None]:
     kind = options[0] if len(options) == 1 else None
     if typing.get_origin(kind) is typing.Literal:
         return str, [str(v) for v in typing.get_args(kind)]
-    return (kind if kind in (int, float, str) else None), None
+    return (kind if kind in (bool, int, float, str) else None), None
 
 
 def add_arguments(parser: argparse.ArgumentParser, operation: str, flags: dict[str, tuple[str, ...]], *,
@@ -40,6 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser, operation: str, flags: dict[s
             options["type"] = kind
         if not names:
             parser.add_argument(name, **options)
+            continue
+        if kind is bool:  # a switch: off unless given
+            parser.add_argument(*names, dest=name, action="store_true", help=info.description)
             continue
         if not info.is_required():
             options["default"] = (defaults or {}).get(name, info.get_default(call_default_factory=True))
