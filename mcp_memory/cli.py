@@ -18,6 +18,8 @@ EPILOG = "Docs: README.md. Every command takes --dsn (else MCP_MEMORY_DSN, the c
 
 
 def _parser() -> argparse.ArgumentParser:
+    from .commands.cliargs import add_arguments  # the arguments of commands that mirror a tool
+
     parser = argparse.ArgumentParser(
         prog="mcp-memory", description="Shared, durable session memory for AI coding agents.", epilog=EPILOG
     )
@@ -43,27 +45,25 @@ def _parser() -> argparse.ArgumentParser:
 
     snapshot = sub.add_parser("snapshot", help="snapshot a session (as the create_snapshot tool)",
                               description="Example: mcp-memory snapshot ses_… -m 'before refactor'")
-    snapshot.add_argument("session_id")
-    snapshot.add_argument("-m", "--message", default="", help="commit message of the snapshot")
+    add_arguments(snapshot, "create_snapshot", {"session_id": (), "commit_msg": ("-m", "--message")})
     snapshot.add_argument("--json", action="store_true")
 
     fork = sub.add_parser("fork", help="new session from a snapshot (as the load_snapshot tool)",
                           description="Example: mcp-memory fork 12 --agent opencode")
-    fork.add_argument("snapshot_id", type=int)
+    add_arguments(fork, "load_snapshot", {"snapshot_id": ()})
     fork.add_argument("--agent", help="agent_source of the new session")
     fork.add_argument("--title", help="title of the new session")
     fork.add_argument("--json", action="store_true")
 
     sessions = sub.add_parser("sessions", help="list sessions, newest first")
-    sessions.add_argument("--project", help="only this project")
-    sessions.add_argument("--agent", help="only this agent_source")
-    sessions.add_argument("--limit", type=int, default=20)
+    add_arguments(sessions, "list_sessions", {"project_id": ("--project",), "agent_source": ("--agent",),
+                                              "limit": ("--limit",)}, defaults={"limit": 20})
     sessions.add_argument("--json", action="store_true")
 
     show = sub.add_parser("show", help="print a session's messages (as read_session)")
-    show.add_argument("session_id")
-    show.add_argument("--after-seq", type=int, default=0)
-    show.add_argument("--limit", type=int, default=1000)
+    add_arguments(show, "read_session", {"session_id": (), "after_seq": ("--after-seq",), "limit": ("--limit",),
+                                         "include_native": ("--native",), "wait_seconds": ("--wait",)},
+                  defaults={"limit": 1000})
     show.add_argument("--json", action="store_true")
 
     sub.add_parser("demo", help="an end-to-end walk-through on the embedded default; run this first")

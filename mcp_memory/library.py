@@ -19,7 +19,8 @@ from typing import Any, Self
 
 from .config import Settings
 from .core.service import Service
-from .memory_records import ContextOut, DecisionCreated, DecisionList, MatchList, Recall
+from .memory_records import ContextOut, DecisionCreated, DecisionList, DecisionStatus, MatchList, Recall, SearchMode
+from .models import Role
 from .records import Page
 
 
@@ -59,12 +60,22 @@ class Memory:
             session = self.service.create_session(project_id, details)
         return SessionContext(self.service, session.session_id, session.project_id)
 
-    def search(self, query: str, **filters: Any) -> MatchList:
-        """As the search_messages tool: project_id, agent_source, role, session_id, since, until, limit."""
-        return self.service.search_messages(query, **filters)
+    def search(self, query: str, *, project_id: str | None = None, agent_source: str | None = None,
+               role: Role | None = None, session_id: str | None = None, since: str | None = None,
+               until: str | None = None, limit: int = 10, mode: SearchMode | None = None) -> MatchList:
+        """As the search_messages tool (the arguments of operations.SearchMessages)."""
+        return self.service.search_messages(query, project_id=project_id, agent_source=agent_source, role=role,
+                                            session_id=session_id, since=since, until=until, limit=limit,
+                                            mode=mode)
 
-    def search_decisions(self, query: str | None = None, **filters: Any) -> DecisionList:
-        return self.service.search_decisions(query, **filters)
+    def search_decisions(self, query: str | None = None, *, status: DecisionStatus | None = None,
+                         decision_type: str | None = None, project_id: str | None = None,
+                         agent_source: str | None = None, session_id: str | None = None, since: str | None = None,
+                         until: str | None = None, limit: int = 10) -> DecisionList:
+        """As the search_decisions tool (the arguments of operations.SearchDecisions)."""
+        return self.service.search_decisions(query, status=status, decision_type=decision_type,
+                                             project_id=project_id, agent_source=agent_source,
+                                             session_id=session_id, since=since, until=until, limit=limit)
 
     def recall(self, query: str, *, project_id: str | None = None, limit: int = 5) -> Recall:
         return self.service.recall(query, project_id=project_id, limit=limit)
@@ -107,7 +118,7 @@ class SessionContext:
         text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
         return call_seq, self._append({"role": "tool", "tool_call_id": call_id, "content": text}, None)
 
-    def add_decision(self, decision_type: str, summary: str, status: str = "accepted", rationale: str | None = None,
+    def add_decision(self, decision_type: str, summary: str, status: DecisionStatus = "accepted", rationale: str | None = None,
                      *, alternatives: list[Any] | None = None, metadata: dict[str, Any] | None = None,
                      supersedes: str | None = None, message_seq: int | None = None) -> DecisionCreated:
         """Record a decision. Without message_seq, a short assistant message states it first (as in
@@ -130,5 +141,9 @@ class SessionContext:
         """The prompt-ready recall block for this session's project ('' when nothing is relevant)."""
         return self.service.recall(question, project_id=project_id or self.project_id, limit=limit).text
 
-    def read(self, *, after_seq: int = 0, limit: int = 100) -> Page:
-        return self.service.read_session(self.session_id, after_seq=after_seq, limit=limit)
+    def read(self, *, after_seq: int = 0, limit: int = 100, include_native: bool = False,
+             wait_seconds: float = 0) -> Page:
+        """A page of the session (as the read_session tool); `wait_seconds` waits for a new message
+        when there is none after `after_seq` yet."""
+        return self.service.read_session(self.session_id, after_seq=after_seq, limit=limit,
+                                         include_native=include_native, wait_seconds=wait_seconds)

@@ -1,5 +1,5 @@
 """What the memory features return: decisions, context, search matches, recall (also the MCP
-output schemas of memory_tools)."""
+output schemas of the operations in operations.py)."""
 
 from __future__ import annotations
 

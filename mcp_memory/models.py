@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
     BaseModel,
@@ -24,7 +24,7 @@ from pydantic import (
 
 from .errors import Invalid
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION: Final = 1
 DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -44,8 +44,10 @@ class FunctionCall(_Strict):
     def _arguments_are_json(cls, value: str) -> str:
         try:
             json.loads(value)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise ValueError(f"must be a JSON-encoded string ({exc.msg})") from None
+        except ValueError as exc:  # e.g. an integer past Python's digit limit
+            raise ValueError(f"must be a JSON-encoded string ({exc})") from None
         return value
 
 

@@ -55,7 +55,7 @@ def table(agents: list[str], hops: list[Hop]) -> str:
             [source, *(cell([h for h in hops if h.source == source and h.target == t]) for t in agents)]
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(value.ljust(width) for value, width in zip(row, widths)) for row in rows)
+    return "\n".join("  ".join(value.ljust(width) for value, width in zip(row, widths, strict=True)) for row in rows)
 
 
 def main() -> int:

@@ -127,7 +127,7 @@ def test_stale_git_locks_and_uncommitted_lines_heal_and_tags_hold_their_snapshot
 def test_a_missing_repository_folder_is_named(service: Service, tmp_path: Path) -> None:
     from mcp_memory.archive import gitrepo
 
-    with pytest.raises(gitrepo.GitError, match="archive repository folder .*gone.* does not exist"):
+    with pytest.raises(gitrepo.GitError, match=r"archive repository folder .*gone.* does not exist"):
         gitrepo.head(tmp_path / "gone")
 
 

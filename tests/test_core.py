@@ -80,7 +80,7 @@ def test_payload_round_trip_keeps_every_field(service: Service, sid: str) -> Non
     }
     service.append_message(sid, message)
     service.append_message(sid, {"append_id": "t", "role": "tool", "tool_call_id": "call_1", "content": "out"})
-    read = service.read_session(sid).messages
+    read = service.read_session(sid, include_native=True).messages
     got = read[0].model_dump(mode="json", exclude_none=True)
     for key in ("role", "content", "tool_calls", "thinking", "metadata", "append_id"):
         assert got[key] == message[key], key

@@ -34,3 +34,13 @@ def test_import_stays_light() -> None:
     code = "import sys, mcp_memory; print('mcp_memory.library' in sys.modules, 'psycopg' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False False"
+
+
+def test_library_reads_like_the_tool(settings) -> None:
+    with Memory(settings=settings) as mem:
+        ctx = mem.session("lib", title="t")
+        ctx.log_user_message("hi", metadata={"native": {"line": 1}, "model": "m"})
+        assert ctx.read().messages[0].metadata == {"model": "m"}
+        assert ctx.read(include_native=True).messages[0].metadata["native"] == {"line": 1}
+        assert ctx.read(after_seq=1, wait_seconds=0.2).messages == []
+        assert mem.search("hi", project_id="lib", limit=1).matches[0].seq == 1

@@ -29,7 +29,7 @@ def _text(result) -> str:
 
 async def test_tools_are_listed_with_annotations(client) -> None:
     tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert CONTRACT_TOOLS <= set(tools)
+    assert set(tools) >= CONTRACT_TOOLS
     assert tools["read_session"].annotations.read_only_hint is True
     assert tools["append_message"].annotations.idempotent_hint is True
     assert tools["append_message"].input_schema["properties"]["message"]
@@ -104,7 +104,7 @@ async def test_stdio_subprocess_with_sdk_client(settings, profile) -> None:
                                    env=_server_env(settings, profile))
     async with Client(params, mode="legacy", read_timeout_seconds=30) as c:
         names = {t.name for t in (await c.list_tools()).tools}
-        assert CONTRACT_TOOLS <= names
+        assert names >= CONTRACT_TOOLS
         sid = (await c.call_tool("create_session", {"project_id": "stdio"})).structured_content["session_id"]
         result = await c.call_tool("append_message", {"session_id": sid, "message": {"role": "user", "content": "你好"}})
         assert result.structured_content["seq"] == 1
@@ -143,7 +143,7 @@ def test_raw_stdout_carries_only_json_rpc(settings, profile) -> None:
         if proc.poll() is None:
             proc.kill()
     assert replies[1]["result"]["protocolVersion"] == "2025-06-18"
-    assert CONTRACT_TOOLS <= {t["name"] for t in replies[2]["result"]["tools"]}
+    assert {t["name"] for t in replies[2]["result"]["tools"]} >= CONTRACT_TOOLS
     assert replies[3]["result"]["structuredContent"]["session_id"].startswith("ses_")
     assert replies[4]["result"]["isError"] is True
     assert replies[4]["result"]["content"][0]["text"].startswith("[not_found]")
@@ -170,3 +170,134 @@ def test_initialize_is_fast_even_when_database_is_down(profile) -> None:
     finally:
         proc.stdin.close()
         proc.wait(timeout=15)
+
+
+# the MCP tools and /openapi.json come from one table (mcp_memory/operations.py) -------------------
+def _resolve(schema: dict, defs: dict) -> dict:
+    while "$ref" in schema:
+        schema = defs[schema["$ref"].rsplit("/", 1)[1]]
+    return schema
+
+
+def _shape(schema: dict, defs: dict) -> dict:
+    """What must agree for one argument: its types, enums, bounds (null branches left out)."""
+    schema = _resolve(schema, defs)
+    branches = [_resolve(s, defs) for s in schema.get("anyOf", [schema])]
+    branches = [b for b in branches if b.get("type") != "null"]
+    return {
+        "types": sorted(str(b.get("type", b.get("title"))) for b in branches),
+        "enums": sorted(sorted(map(str, b["enum"])) for b in branches if "enum" in b),
+        "bounds": sorted(str({k: b[k] for k in ("minimum", "maximum", "minLength", "maxLength") if k in b})
+                         for b in branches),
+    }
+
+
+def _rest_arguments(operation: dict, defs: dict) -> dict[str, tuple[bool, dict]]:
+    found = {}
+    for p in operation["parameters"]:
+        found["query" if p["name"] == "q" else p["name"]] = (p["required"], _shape(p["schema"], defs))
+    body = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
+    if body:
+        body = next(b for b in body.get("anyOf", [body]) if "properties" in b)  # the object form
+        for name, prop in body["properties"].items():
+            found[name] = (name in body.get("required", []), _shape(prop, defs))
+    return found
+
+
+def _tool_arguments(tool) -> dict[str, tuple[bool, dict]]:
+    schema, defs = tool.input_schema, tool.input_schema.get("$defs", {})
+    return {name: (name in schema.get("required", []), _shape(prop, defs))
+            for name, prop in schema["properties"].items()}
+
+
+async def test_tool_list_and_openapi_agree_argument_for_argument(client) -> None:
+    from mcp_memory.http.openapi import document
+
+    doc = document()
+    defs = doc["components"]["schemas"]
+    by_id = {op["operationId"]: op for path in doc["paths"].values() for op in path.values()}
+    tools = (await client.list_tools()).tools
+    assert len(tools) == 16
+    for tool in tools:
+        assert tool.name in by_id, f"{tool.name} has no REST operation"
+        rest = _rest_arguments(by_id[tool.name], defs)
+        mcp = _tool_arguments(tool)
+        assert rest.keys() == mcp.keys(), tool.name
+        for name in mcp:
+            assert rest[name][1] == mcp[name][1], (tool.name, name)
+            # a path parameter is always required; otherwise required on one side = on the other
+            in_path = any(p["name"] == name and p["in"] == "path" for p in by_id[tool.name]["parameters"])
+            assert rest[name][0] == mcp[name][0] or in_path, (tool.name, name)
+    statuses = _shape(_tool_arguments_raw(tools, "record_decision")["status"], {})
+    assert statuses["enums"] == [["accepted", "proposed", "rejected", "superseded"]]
+    assert {"alternatives", "metadata"} <= set(_tool_arguments_raw(tools, "update_decision"))
+
+
+def _tool_arguments_raw(tools, name: str) -> dict:
+    return next(t for t in tools if t.name == name).input_schema["properties"]
+
+
+async def test_descriptions_are_one_paragraph_and_results_compact_json(client) -> None:
+    for tool in (await client.list_tools()).tools:
+        assert "\n" not in tool.description and "  " not in tool.description, tool.name
+    sid = (await client.call_tool("create_session", {"project_id": "p"})).structured_content["session_id"]
+    result = await client.call_tool("list_sessions", {"project_id": "p"})
+    text = _text(result)
+    assert json.loads(text) == result.structured_content
+    assert "\n" not in text and ": " not in text and sid in text
+
+
+def test_service_takes_the_arguments_of_each_input_model() -> None:
+    import inspect
+
+    from mcp_memory.core.service import Service
+    from mcp_memory.operations import OPERATIONS
+
+    for op in OPERATIONS:
+        params = dict(inspect.signature(getattr(Service, op.name)).parameters)
+        params.pop("self")
+        assert not any(p.kind is p.VAR_KEYWORD for p in params.values()), op.name
+        for name, info in op.input.model_fields.items():
+            assert name in params, (op.name, name)
+            default = inspect.Parameter.empty if info.is_required() else info.get_default(call_default_factory=True)
+            assert params[name].default == default, (op.name, name)
+        extra = set(params) - set(op.input.model_fields)
+        assert all(params[n].default is not inspect.Parameter.empty for n in extra), (op.name, extra)
+
+
+async def test_read_session_leaves_native_records_out_unless_asked(client) -> None:
+    sid = (await client.call_tool("create_session", {"project_id": "p", "meta": {
+        "native": {"tail": [{"type": "summary"}]}, "title": "t"}})).structured_content["session_id"]
+    await client.call_tool("append_message", {"session_id": sid, "message": {
+        "append_id": "n1", "role": "user", "content": "x", "metadata": {"model": "m", "native": {"uuid": "u1"}}}})
+    neutral = (await client.call_tool("read_session", {"session_id": sid})).structured_content
+    assert neutral["messages"][0]["metadata"] == {"model": "m"}
+    full = (await client.call_tool("read_session", {"session_id": sid, "include_native": True})).structured_content
+    assert full["messages"][0]["metadata"] == {"model": "m", "native": {"uuid": "u1"}}
+    listed = (await client.call_tool("list_sessions", {"project_id": "p"})).structured_content["sessions"]
+    assert listed[0]["meta"] == {"title": "t"}
+
+
+async def test_read_session_waits_for_an_append_from_another_process(client, service, settings) -> None:
+    import threading
+
+    from mcp_memory.app import build
+
+    sid = (await client.call_tool("create_session", {"project_id": "p"})).structured_content["session_id"]
+    other = build(settings)  # another Service: its own pool, as another process would have
+    try:
+        timer = threading.Timer(0.5, lambda: other.append_message(sid, {"role": "user", "content": "late"}))
+        started = time.monotonic()
+        timer.start()
+        page = (await client.call_tool("read_session", {"session_id": sid, "wait_seconds": 60})).structured_content
+        waited = time.monotonic() - started
+        timer.join()
+    finally:
+        other.db.close()
+    assert [m["content"] for m in page["messages"]] == ["late"]
+    assert waited < 30  # woken by the append, long before the timeout
+    empty = (await client.call_tool("read_session", {"session_id": sid, "after_seq": 1,
+                                                     "wait_seconds": 0.3})).structured_content
+    assert empty == {"messages": [], "next_after_seq": 1, "has_more": False}
+    bad = await client.call_tool("read_session", {"session_id": sid, "wait_seconds": 61})
+    assert bad.is_error and _text(bad).startswith("[invalid] wait_seconds")

@@ -32,7 +32,7 @@ def test_recall_block_decisions_first_labelled_in_the_query_language(service, hi
     assert result.items[0].kind == "decision" and result.items[0].status == "rejected"
     assert "[已否决]" in result.text and "历史决策" in result.text and "可能已过时" in result.text
     assert result.text.index("历史决策") < result.text.index("历史讨论")
-    assert all(len(item.text) <= 200 and item.text.startswith("[2025-") or item.kind == "decision"
+    assert all((len(item.text) <= 200 and item.text.startswith("[2025-")) or item.kind == "decision"
                for item in result.items)
     assert all(len(item.text) <= 200 for item in result.items) and len(result.items) <= 5
     assert not any(i.kind == "message" and i.seq == 2 for i in result.items)  # the decision's own message

@@ -19,7 +19,7 @@ from mcp_memory.security.redact import Redactor, from_config
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
-import redaction_report
+import redaction_report  # noqa: E402 - found through the path set just above
 
 CORPUS = json.loads((ROOT / "tests" / "redaction_corpus.json").read_text(encoding="utf-8"))
 AWS = "AKIA" + "Q3EGRTX7PLK2MZ4B"

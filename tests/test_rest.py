@@ -210,3 +210,63 @@ def test_bind_rules(settings: Settings, owner_db: Database, make_token) -> None:
     make_token("bind", ["A"])
     _, registry = prepare(settings, "0.0.0.0")
     registry.close()
+
+
+def test_every_tool_has_its_rest_operation(rest: Server, make_token) -> None:
+    """set_context, get_context and recall have routes; decisions take every field of the tools."""
+    token = make_token("ops", ["A"]).token
+    sid = rest.call("POST", "/v1/sessions", token=token, body={"project_id": "A"}).body["session_id"]
+    one = rest.call("POST", f"/v1/sessions/{sid}/message", token=token,
+                    body={"message": {**MSG, "append_id": "o1", "metadata": {"native": {"k": 1}}}})
+    assert one.status == 201 and one.body["seq"] == 1
+    page = rest.call("GET", f"/v1/sessions/{sid}?include_native=false", token=token).body
+    assert "native" not in page["messages"][0]["metadata"]
+    page = rest.call("GET", f"/v1/sessions/{sid}?include_native=true", token=token).body
+    assert page["messages"][0]["metadata"]["native"] == {"k": 1}
+    waited = rest.call("GET", f"/v1/sessions/{sid}?after_seq=1&wait_seconds=0.2", token=token)
+    assert waited.status == 200 and waited.body["messages"] == []
+    bad = rest.call("GET", f"/v1/sessions/{sid}?wait_seconds=61", token=token)
+    assert bad.status == 400 and "wait_seconds" in bad.body["error"]["message"]
+
+    assert rest.call("POST", f"/v1/sessions/{sid}/context", token=token,
+                     body={"key": "stack", "value": ["pg", "mcp"]}).body == {"ok": True, "revision": 1}
+    assert rest.call("GET", f"/v1/sessions/{sid}/context?key=stack", token=token).body["context"] == {
+        "stack": ["pg", "mcp"]}
+
+    first = rest.call("POST", "/v1/decisions", token=token, body={
+        "session_id": sid, "decision_type": "architecture", "summary": "orders use a queue", "status": "proposed",
+        "alternatives": [{"option": "cron", "why_not": "too slow"}]})
+    assert first.status == 201
+    second = rest.call("POST", "/v1/decisions", token=token, body={
+        "session_id": sid, "decision_type": "architecture", "summary": "orders use no queue yet",
+        "supersedes": first.body["decision_id"]})
+    assert second.status == 201
+    patched = rest.call("PATCH", f"/v1/decisions/{second.body['decision_id']}", token=token, body={
+        "expected_version": 1, "alternatives": [{"option": "kafka"}], "metadata": {"ticket": "T-1"}})
+    assert patched.status == 200 and patched.body == {"version": 2}
+    found = rest.call("GET", "/v1/decisions?q=queue", token=token).body["decisions"]
+    by_id = {d["decision_id"]: d for d in found}
+    assert by_id[first.body["decision_id"]]["status"] == "superseded"
+    assert by_id[second.body["decision_id"]]["alternatives"] == [{"option": "kafka", "why_not": None}]
+    assert by_id[second.body["decision_id"]]["metadata"] == {"ticket": "T-1"}
+    recalled = rest.call("GET", "/v1/recall?q=queue&limit=3", token=token)
+    assert recalled.status == 200 and "orders use no queue yet" in recalled.body["text"]
+    bad = rest.call("POST", "/v1/decisions", token=token, body={
+        "session_id": sid, "decision_type": "x", "summary": "y", "status": "maybe"})
+    assert bad.status == 400 and "status" in bad.body["error"]["message"]
+    empty_q = rest.call("GET", "/v1/recall?q=%20", token=token)
+    assert empty_q.status == 400 and empty_q.body["error"]["message"].startswith("query parameter q")
+
+
+def test_openapi_bodies_come_from_the_input_models(rest: Server) -> None:
+    doc = rest.call("GET", "/openapi.json").body
+    append = doc["paths"]["/v1/sessions/{session_id}/messages"]["post"]["requestBody"]["content"]
+    forms = append["application/json"]["schema"]["anyOf"]
+    assert forms[0]["properties"]["messages"]["items"] == {"$ref": "#/components/schemas/MessageIn"}
+    assert forms[1] == {"$ref": "#/components/schemas/MessageIn"}
+    record = doc["paths"]["/v1/decisions"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert {"alternatives", "supersedes", "visibility"} <= set(record["properties"])
+    status = record["properties"]["status"]
+    assert sorted(status["enum"]) == ["accepted", "proposed", "rejected", "superseded"]
+    ids = {op["operationId"] for path in doc["paths"].values() for op in path.values()}
+    assert {"set_context", "get_context", "recall", "append_message", "append_messages"} <= ids

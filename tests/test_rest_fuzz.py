@@ -70,6 +70,14 @@ _TOOLS = {
     "load_snapshot": {"snapshot_id": _json, "meta": _json},
     "list_sessions": {"project_id": _json, "limit": _json, "cursor": _json},
     "update_session_meta": {"session_id": _json, "meta": _json},
+    "record_decision": {"session_id": _json, "decision_type": _json, "summary": _json, "status": _json,
+                        "alternatives": _json, "metadata": _json},
+    "update_decision": {"decision_id": _json, "expected_version": _json, "alternatives": _json, "metadata": _json},
+    "search_decisions": {"query": _json, "status": _json, "limit": _json},
+    "set_context": {"session_id": _json, "key": _json, "value": _json},
+    "get_context": {"session_id": _json, "key": _json},
+    "search_messages": {"query": _json, "role": _json, "mode": _json, "limit": _json},
+    "recall": {"query": _json, "limit": _json},
 }
 
 

@@ -213,10 +213,11 @@ def test_a_schema_6_database_keeps_its_rows_and_tokens(empty_db, password_server
     and now writes through the functions (its direct INSERT, allowed before, is refused)."""
     from dataclasses import replace
 
+    from test_security_support import ROLE_PREFIX
+
     from mcp_memory.security import tokens
     from mcp_memory.store import migrate
     from mcp_memory.store.security_repo import SecurityStore
-    from test_security_support import ROLE_PREFIX
 
     role = f"{ROLE_PREFIX}old_{uuid.uuid4().hex[:8]}"
     token = tokens.new_token(role)

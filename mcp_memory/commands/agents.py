@@ -186,7 +186,7 @@ def _record_relay(settings: Settings, session_id: str, adapter, written) -> dict
 def _all_messages(svc, session_id: str) -> list[MessageIn]:
     messages, after = [], 0
     while True:
-        page = svc.read_session(session_id, after_seq=after, limit=1000)
+        page = svc.read_session(session_id, after_seq=after, limit=1000, include_native=True)
         for m in page.messages:
             data = m.model_dump(mode="json", exclude_none=True)
             for key in ("session_id", "seq", "inherited_from"):

@@ -7,6 +7,7 @@ import json
 
 from ..config import Settings
 from ..models import json_schema
+from .cliargs import parse
 from .output import print_json, service
 
 
@@ -17,7 +18,7 @@ def schema(settings: Settings, args: argparse.Namespace) -> int:
 
 def snapshot(settings: Settings, args: argparse.Namespace) -> int:
     with service(settings) as svc:
-        snap = svc.create_snapshot(args.session_id, args.message)
+        snap = svc.create_snapshot(**parse("create_snapshot", args))
     if args.json:
         print_json(snap)
     else:
@@ -28,7 +29,7 @@ def snapshot(settings: Settings, args: argparse.Namespace) -> int:
 def fork(settings: Settings, args: argparse.Namespace) -> int:
     meta = {k: v for k, v in (("agent_source", args.agent), ("title", args.title)) if v}
     with service(settings) as svc:
-        forked = svc.load_snapshot(args.snapshot_id, meta)
+        forked = svc.load_snapshot(**parse("load_snapshot", args, meta=meta))
     if args.json:
         print_json(forked)
     else:
@@ -38,7 +39,7 @@ def fork(settings: Settings, args: argparse.Namespace) -> int:
 
 def sessions(settings: Settings, args: argparse.Namespace) -> int:
     with service(settings) as svc:
-        page = svc.list_sessions(project_id=args.project, agent_source=args.agent, limit=args.limit)
+        page = svc.list_sessions(**parse("list_sessions", args))
     if args.json:
         print_json(page)
         return 0
@@ -53,7 +54,7 @@ def sessions(settings: Settings, args: argparse.Namespace) -> int:
 
 def show(settings: Settings, args: argparse.Namespace) -> int:
     with service(settings) as svc:
-        page = svc.read_session(args.session_id, after_seq=args.after_seq, limit=args.limit)
+        page = svc.read_session(**parse("read_session", args))
     if args.json:
         print_json(page)
         return 0

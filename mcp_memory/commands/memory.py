@@ -11,22 +11,18 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Settings
+from ..operations import BY_NAME
+from .cliargs import add_arguments, parse
 from .output import print_json, service
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     search = sub.add_parser("search", help="search messages (as the search_messages tool)",
                             description='Example: mcp-memory search "订单 超时" --project shop --since 30d')
-    search.add_argument("query", help='words (alternatives, ranked), "phrases" (required), -word (excluded)')
-    search.add_argument("--project", help="only this project")
-    search.add_argument("--agent", help="only sessions of this agent_source")
-    search.add_argument("--role", choices=["system", "user", "assistant", "tool"])
-    search.add_argument("--session", help="only this session (a fork: with its inherited history)")
-    search.add_argument("--since", help="RFC 3339 time, date, or age (7d, 12h)")
-    search.add_argument("--until", help="RFC 3339 time or date")
-    search.add_argument("--limit", type=int, default=10)
-    search.add_argument("--mode", choices=["fts", "semantic", "hybrid"],
-                        help="fts (words), semantic (meaning), hybrid (both; the default when embeddings exist)")
+    add_arguments(search, "search_messages", {
+        "query": (), "project_id": ("--project",), "agent_source": ("--agent",), "role": ("--role",),
+        "session_id": ("--session",), "since": ("--since",), "until": ("--until",), "limit": ("--limit",),
+        "mode": ("--mode",)})
     search.add_argument("--json", action="store_true", help="print one JSON document")
 
     recall = sub.add_parser("recall", help="prompt-ready history block (as the recall tool); --hook for Claude Code",
@@ -53,13 +49,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
     decisions = sub.add_parser("decisions", help="list or search decisions (as search_decisions)",
                                description="Example: mcp-memory decisions 消息队列 --status rejected")
-    decisions.add_argument("query", nargs="?")
-    decisions.add_argument("--project")
-    decisions.add_argument("--agent")
-    decisions.add_argument("--status", choices=["proposed", "accepted", "rejected", "superseded"])
-    decisions.add_argument("--type", dest="decision_type")
-    decisions.add_argument("--since")
-    decisions.add_argument("--limit", type=int, default=20)
+    decisions.add_argument("query", nargs="?", help=BY_NAME["search_decisions"].input.model_fields["query"].description)
+    add_arguments(decisions, "search_decisions", {
+        "project_id": ("--project",), "agent_source": ("--agent",), "status": ("--status",),
+        "decision_type": ("--type",), "since": ("--since",), "until": ("--until",), "limit": ("--limit",)},
+        defaults={"limit": 20})
     decisions.add_argument("--json", action="store_true")
 
     reindex = sub.add_parser("reindex", help="index every stored message the search index lacks; --full rebuilds it")
@@ -74,9 +68,7 @@ def handlers() -> dict[str, Callable[..., int]]:
 
 def search(settings: Settings, args: argparse.Namespace) -> int:
     with service(settings) as svc:
-        result = svc.search_messages(args.query, project_id=args.project, agent_source=args.agent, role=args.role,
-                                     session_id=args.session, since=args.since, until=args.until, limit=args.limit,
-                                     mode=args.mode)
+        result = svc.search_messages(**parse("search_messages", args))
     if args.json:
         print_json(result)
         return 0
@@ -156,9 +148,7 @@ def synonyms(settings: Settings, args: argparse.Namespace) -> int:
 
 def decisions(settings: Settings, args: argparse.Namespace) -> int:
     with service(settings) as svc:
-        result = svc.search_decisions(args.query, status=args.status, decision_type=args.decision_type,
-                                      project_id=args.project, agent_source=args.agent, since=args.since,
-                                      limit=args.limit)
+        result = svc.search_decisions(**parse("search_decisions", args))
     if args.json:
         print_json(result)
         return 0

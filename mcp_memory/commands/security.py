@@ -119,10 +119,7 @@ def login(settings: Settings, args: argparse.Namespace) -> int:
     dsn = args.login_dsn or (settings.dsn if not settings.embedded else None)
     if not dsn:
         raise Invalid("give the central database: mcp-memory login --dsn postgresql://<role>@<host>/<db>")
-    if args.token_stdin:
-        secret = sys.stdin.readline()
-    else:
-        secret = getpass.getpass("token (from `mcp-memory token create`): ")
+    secret = sys.stdin.readline() if args.token_stdin else getpass.getpass("token (from `mcp-memory token create`): ")
     result = do_login(settings, dsn=dsn, token=secret, check=not args.no_verify, pgbouncer=args.pgbouncer)
     where = (f"the OS keyring (service mcp-memory, account {result.account})" if result.fallback_file is None
              else f"{result.fallback_file} (mode 0600): no OS keyring backend is available on this host")

@@ -8,11 +8,11 @@ from typing import Any
 
 from ..errors import Invalid, NotFound
 from ..memory_records import Agent, ContextOut, ContextSet
+from ..operations import MAX_KEY
 from ..store.db import Database
 from ..store.memory_repo import MemoryStore
 from ..store.repo import Store
 
-MAX_KEY = 200
 MAX_VALUE_BYTES = 64 * 1024
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..errors import Conflict, Invalid, NotFound
 from ..memory_records import Alternative, Decision, DecisionCreated
+from ..operations import MAX_DECISION_TYPE, MAX_TEXT
 from ..search import ranking
 from ..search.index import index_text
 from ..search.query import like_pattern, match_tsquery, parse, phrase_tsquery
@@ -22,7 +23,6 @@ from .search import check_limit, check_query, check_time
 
 STATUSES = ("proposed", "accepted", "rejected", "superseded")
 VISIBILITIES = ("private", "team", "public")
-MAX_TEXT = 10_000
 
 
 def new_decision_id() -> str:
@@ -82,7 +82,7 @@ def record(
     rationale: Any = None, message_seq: Any = None, metadata: Any = None, alternatives: Any = None,
     supersedes: Any = None, visibility: Any = "team",
 ) -> DecisionCreated:
-    decision_type = check_text(decision_type, "decision_type", required=True, limit=100)
+    decision_type = check_text(decision_type, "decision_type", required=True, limit=MAX_DECISION_TYPE)
     summary = check_text(summary, "summary", required=True)
     rationale = check_text(rationale, "rationale")
     status = check_status(status)
@@ -129,15 +129,12 @@ def update(
         if current.version != expected_version:
             raise Conflict(f"decision {decision_id} is at version {current.version}, not {expected_version}: "
                            "read it again (search_decisions) and decide whether your change still applies")
-        fields = {
-            "status": status or current.status,
-            "summary": summary or current.summary,
-            "rationale": rationale if rationale is not None else current.rationale,
-            "alternatives": alts if alts is not None else [a.model_dump(exclude_none=True) for a in current.alternatives],
-            "metadata": {**current.metadata, **extra},
-        }
-        fields["tsv"] = index_text(decision_text(current.decision_type, fields["summary"], fields["rationale"],
-                                                 fields["alternatives"])).tsv
+        new_summary = summary or current.summary
+        new_rationale = rationale if rationale is not None else current.rationale
+        new_alts = alts if alts is not None else [a.model_dump(exclude_none=True) for a in current.alternatives]
+        tsv = index_text(decision_text(current.decision_type, new_summary, new_rationale, new_alts)).tsv
+        fields = {"status": status or current.status, "summary": new_summary, "rationale": new_rationale,
+                  "alternatives": new_alts, "metadata": {**current.metadata, **extra}, "tsv": tsv}
         # the database checks the version again under the row lock: a change in between is a conflict
         return store.update_decision(decision_id, expected_version, **fields)
 

@@ -91,7 +91,7 @@ def semantic_unavailable(db: Database, embedder: Provider | None, project_id: st
 
 def _nearest(store: EmbeddingStore, scope: Scope, embedder: Provider | None, vector: list[float]) -> list[Nearest]:
     dim = store.model_dim(embedder.name) if embedder else None
-    if dim is None or dim != len(vector):
+    if embedder is None or dim is None or dim != len(vector):
         return []
     # candidates before the role filter, as for full text; the filter applies to the results
     return store.nearest(scope=replace(scope, role=None), model=embedder.name, dim=dim,

@@ -5,11 +5,11 @@ from __future__ import annotations
 import gc
 import hashlib
 import re
-from decimal import Decimal
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 import orjson
@@ -18,13 +18,11 @@ from pydantic import ValidationError
 
 from ..errors import Conflict, Invalid, NotFound
 from ..models import Message, MessageIn, format_time, parse_message, size_error
+from ..operations import MAX_BATCH, MAX_PAGE
 from ..records import AppendManyResult, Page
 from ..store.db import Database
-from ..store.repo import COPY_FROM, AppendRaced, NewMessage, Store, copy_allowed
+from ..store.repo import COPY_FROM, AppendRaced, NewMessage, Store, StoredRow, copy_allowed
 from .sanitize import Cleaner
-
-MAX_BATCH = 10_000
-MAX_PAGE = 1000
 
 
 @dataclass(slots=True)
@@ -38,7 +36,7 @@ class Prepared:
     redacted: int
 
 
-def prepare(raw: Sequence[Any], *, max_bytes: int, cleaner: Cleaner, field: str = "messages") -> list[Prepared]:
+def prepare(raw: Any, *, max_bytes: int, cleaner: Cleaner, field: str = "messages") -> list[Prepared]:
     """Validate and normalise a batch before any database work (bad input loses nothing).
     `field` names the argument in errors: "message" for one message, "messages" for a list."""
     if field == "message":
@@ -194,7 +192,9 @@ def _copy(conn: Connection, session_id: str, batch: list[Prepared]) -> AppendMan
                             redacted=sum(p.redacted for p in batch))
 
 
-def read(db: Database, session_id: str, *, after_seq: int, limit: int) -> Page:
+def read(db: Database, session_id: str, *, after_seq: int, limit: int, include_native: bool = False) -> Page:
+    """A page of the session's history after `after_seq` (a fork: its parent's first). Without
+    `include_native`, messages carry the neutral fields only: metadata.native is left out."""
     if not isinstance(after_seq, int) or after_seq < 0:
         raise Invalid("after_seq must be an integer ≥ 0")
     if not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
@@ -204,7 +204,7 @@ def read(db: Database, session_id: str, *, after_seq: int, limit: int) -> Page:
         segments = store.lineage(session_id)
         if not segments:
             raise NotFound(f"session {session_id} does not exist")
-        rows = []
+        rows: list[StoredRow] = []
         for segment in reversed(segments):  # oldest ancestor first: its seqs come first
             if segment.upper is not None and segment.upper <= after_seq:
                 continue
@@ -216,7 +216,7 @@ def read(db: Database, session_id: str, *, after_seq: int, limit: int) -> Page:
     messages = [
         Message.model_validate(
             {
-                **row.payload,
+                **(row.payload if include_native else _neutral(row.payload)),
                 "session_id": session_id,
                 "seq": row.seq,
                 "append_id": row.append_id,
@@ -227,3 +227,10 @@ def read(db: Database, session_id: str, *, after_seq: int, limit: int) -> Page:
         for row in rows
     ]
     return Page(messages=messages, next_after_seq=rows[-1].seq if rows else after_seq, has_more=has_more)
+
+
+def _neutral(payload: dict[str, Any]) -> dict[str, Any]:
+    metadata = payload.get("metadata")
+    if not isinstance(metadata, dict) or "native" not in metadata:
+        return payload
+    return {**payload, "metadata": {k: v for k, v in metadata.items() if k != "native"}}

@@ -9,13 +9,14 @@ from typing import Any
 
 from ..embeddings.providers import Provider
 from ..memory_records import Decision, MessageMatch, Recall, RecallItem
+from ..operations import MAX_RECALL
 from ..search.snippet import shorten
 from ..store.db import Database
 from . import decisions as decisions_core
 from . import hybrid
 from . import search as search_core
 
-MAX_LIMIT = 20
+MAX_LIMIT = MAX_RECALL
 ITEM_CHARS = 200
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 
@@ -89,7 +90,7 @@ def render(items: list[RecallItem], lang: str) -> str:
     if not items:
         return ""
     lines = [HEADER[lang]]
-    for kind, title in zip(("decision", "message"), SECTIONS[lang]):
+    for kind, title in zip(("decision", "message"), SECTIONS[lang], strict=True):
         chosen = [i for i in items if i.kind == kind]
         if chosen:
             lines.append(title)

@@ -85,6 +85,7 @@ class Cleaner:
                     # keys are names, not secrets (a secret sits in the value, or in a "key=value"
                     # string): only NUL is cleaned there, which keeps the walk cheap on big payloads
                     new_key = _nul_free(key) if isinstance(key, str) else key
+                    new_item: Any
                     if type(item) is str:  # most values: no call to walk
                         new_item = text(item, opaque or key in skip)
                     elif type(item) is int or item is None:

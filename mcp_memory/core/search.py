@@ -6,11 +6,12 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal, overload
 
 from ..errors import Invalid, NotFound
 from ..memory_records import MessageMatch
 from ..models import ROLES, format_time
+from ..operations import MAX_MATCHES, MAX_QUERY_CHARS
 from ..search import ranking
 from ..search.query import ParsedQuery, match_tsquery, parse, phrase_tsquery
 from ..search.snippet import snippet
@@ -20,13 +21,18 @@ from ..store.repo import Store
 from ..store.search_repo import Scope, SearchStore
 from .indexer import Indexer
 
-MAX_QUERY_CHARS = 2000
-MAX_LIMIT = 100
+MAX_LIMIT = MAX_MATCHES
 HIT_FETCH_FACTOR = 3  # neighbours and filters drop some keys: fetch more than asked, keep `limit`
 _RELATIVE = re.compile(r"^\s*(\d+)\s*([mhdw])\s*$")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 
+@overload
+def check_query(query: Any) -> str: ...
+@overload
+def check_query(query: Any, *, required: Literal[True]) -> str: ...
+@overload
+def check_query(query: Any, *, required: bool) -> str | None: ...
 def check_query(query: Any, *, required: bool = True) -> str | None:
     if query is None or (isinstance(query, str) and not query.strip() and not required):
         return None

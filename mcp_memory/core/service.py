@@ -3,6 +3,7 @@ library API. Transports call these methods and format the results; nothing here 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ..config import Settings
@@ -10,18 +11,24 @@ from ..embeddings.providers import Provider
 from ..errors import Unavailable
 from ..memory_records import (
     Agent,
+    Alternative,
     ContextOut,
     ContextSet,
     Decision,
     DecisionCreated,
     DecisionList,
+    DecisionStatus,
     DecisionVersion,
     MatchList,
     Recall,
+    SearchMode,
+    Visibility,
 )
+from ..models import MessageIn, Role
 from ..records import AppendManyResult, AppendResult, Forked, Page, Session, SessionList, Snapshot
 from ..store.db import Database
-from . import context, decisions, embed, hybrid, messages, recall, search, sessions, snapshots
+from . import context, decisions, embed, hybrid, recall, search, sessions, snapshots, waiting
+from . import messages as messages_core
 from .indexer import Indexer
 from .sanitize import Cleaner
 
@@ -34,8 +41,10 @@ class Service:
         self.embedder = embedder  # the query/message embedder of semantic search; None: full text only
         self.indexer = Indexer(db)  # the search index follows the appends (core/indexer.py)
         db.before_close(self.indexer.close)
+        self.appends = waiting.AppendWaiter(db)  # wakes read_session(wait_seconds) on appends
+        db.before_close(self.appends.close)
 
-    # sessions
+    # sessions (each operation's arguments are those of its input model in operations.py)
     def create_session(self, project_id: str, meta: dict[str, Any] | None = None) -> Session:
         return sessions.create(self.db, project_id, meta)
 
@@ -52,25 +61,34 @@ class Service:
         return sessions.update_meta(self.db, session_id, meta)
 
     # messages
-    def append_message(self, session_id: str, message: Any) -> AppendResult:
-        batch = messages.prepare(message, max_bytes=self.settings.max_message_bytes, cleaner=self.cleaner,
+    def append_message(self, session_id: str, message: MessageIn | dict[str, Any]) -> AppendResult:
+        batch = messages_core.prepare(message, max_bytes=self.settings.max_message_bytes, cleaner=self.cleaner,
                                  field="message")
         result = self._append(session_id, batch)
         return AppendResult(seq=result.seqs[0], duplicate=result.duplicates[0],
                             append_id=result.append_ids[0], redacted=result.redacted)
 
-    def append_messages(self, session_id: str, items: Any) -> AppendManyResult:
-        batch = messages.prepare(items, max_bytes=self.settings.max_message_bytes, cleaner=self.cleaner)
+    def append_messages(self, session_id: str, messages: Sequence[MessageIn | dict[str, Any]]) -> AppendManyResult:
+        batch = messages_core.prepare(messages, max_bytes=self.settings.max_message_bytes, cleaner=self.cleaner)
         return self._append(session_id, batch)
 
-    def _append(self, session_id: str, batch: list[messages.Prepared]) -> AppendManyResult:
-        result = messages.append(self.db, session_id, batch)
+    def _append(self, session_id: str, batch: list[messages_core.Prepared]) -> AppendManyResult:
+        result = messages_core.append(self.db, session_id, batch)
         if not all(result.duplicates):
             self.indexer.submit(session_id)
         return result
 
-    def read_session(self, session_id: str, *, after_seq: int = 0, limit: int = 100) -> Page:
-        return messages.read(self.db, session_id, after_seq=after_seq, limit=limit)
+    def read_session(
+        self, session_id: str, *, after_seq: int = 0, limit: int = 100, include_native: bool = False,
+        wait_seconds: float = 0,
+    ) -> Page:
+        """A page after `after_seq`; with `wait_seconds` and nothing there yet, waits for an append
+        (LISTEN on this process's append listener, core/waiting.py)."""
+        def read() -> Page:
+            return messages_core.read(self.db, session_id, after_seq=after_seq, limit=limit,
+                                      include_native=include_native)
+
+        return waiting.read_or_wait(self.appends, session_id, read, wait_seconds=wait_seconds)
 
     # snapshots and forks
     def create_snapshot(self, session_id: str, commit_msg: str = "", meta: dict[str, Any] | None = None) -> Snapshot:
@@ -83,21 +101,40 @@ class Service:
         return snapshots.fork(self.db, snapshot_id, meta)
 
     # decisions, context, search, recall ---------------------------------------------------------
-    # (rules in core/decisions.py, core/context.py, core/search.py, core/recall.py)
-    def record_decision(self, session_id: str, decision_type: str, summary: str, **options: Any) -> DecisionCreated:
-        """options: status, rationale, message_seq, metadata, alternatives, supersedes, visibility."""
-        return decisions.record(self.db, session_id, decision_type, summary, **options)
+    # (rules in core/decisions.py, core/context.py, core/hybrid.py, core/recall.py)
+    def record_decision(
+        self, session_id: str, decision_type: str, summary: str, *, status: DecisionStatus = "accepted",
+        rationale: str | None = None, message_seq: int | None = None, metadata: dict[str, Any] | None = None,
+        alternatives: Sequence[Alternative | dict[str, Any] | str] | None = None, supersedes: str | None = None,
+        visibility: Visibility = "team",
+    ) -> DecisionCreated:
+        return decisions.record(self.db, session_id, decision_type, summary, status=status, rationale=rationale,
+                                message_seq=message_seq, metadata=metadata, alternatives=alternatives,
+                                supersedes=supersedes, visibility=visibility)
 
-    def update_decision(self, decision_id: str, expected_version: int, **changes: Any) -> DecisionVersion:
-        """changes: status, summary, rationale, alternatives, metadata (merged)."""
-        return DecisionVersion(version=decisions.update(self.db, decision_id, expected_version, **changes))
+    def update_decision(
+        self, decision_id: str, expected_version: int, *, status: DecisionStatus | None = None,
+        summary: str | None = None, rationale: str | None = None,
+        alternatives: Sequence[Alternative | dict[str, Any] | str] | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> DecisionVersion:
+        """metadata is merged into the stored one."""
+        return DecisionVersion(version=decisions.update(
+            self.db, decision_id, expected_version, status=status, summary=summary, rationale=rationale,
+            alternatives=alternatives, metadata=metadata))
 
     def get_decision(self, decision_id: str) -> Decision:
         return decisions.get(self.db, decision_id)
 
-    def search_decisions(self, query: str | None = None, **filters: Any) -> DecisionList:
-        """filters: status, decision_type, project_id, agent_source, session_id, since, until, limit."""
-        return DecisionList(decisions=decisions.search(self.db, query, **filters))
+    def search_decisions(
+        self, query: str | None = None, *, status: DecisionStatus | Sequence[DecisionStatus] | None = None,
+        decision_type: str | None = None, project_id: str | None = None, agent_source: str | None = None,
+        session_id: str | None = None, since: str | None = None, until: str | None = None, limit: int = 10,
+    ) -> DecisionList:
+        """status: one status or several."""
+        return DecisionList(decisions=decisions.search(
+            self.db, query, status=status, decision_type=decision_type, project_id=project_id,
+            agent_source=agent_source, session_id=session_id, since=since, until=until, limit=limit))
 
     def set_context(self, session_id: str, key: str, value: Any) -> ContextSet:
         return context.set_(self.db, session_id, key, value)
@@ -105,11 +142,16 @@ class Service:
     def get_context(self, session_id: str, key: str | None = None) -> ContextOut:
         return context.get(self.db, session_id, key)
 
-    def search_messages(self, query: str, *, mode: str | None = None, **filters: Any) -> MatchList:
-        """mode: fts | semantic | hybrid (default: hybrid when the project has vectors, else fts).
-        filters: project_id, agent_source, role, session_id, since, until, limit."""
-        self.indexer.catch_up(filters.get("project_id") if isinstance(filters.get("project_id"), str) else None)
-        return hybrid.search(self.db, query, embedder=self.embedder, mode=mode, **filters)
+    def search_messages(
+        self, query: str, *, project_id: str | None = None, agent_source: str | None = None,
+        role: Role | None = None, session_id: str | None = None, since: str | None = None,
+        until: str | None = None, limit: int = 10, mode: SearchMode | None = None,
+    ) -> MatchList:
+        """mode: fts | semantic | hybrid (default: hybrid when the project has vectors, else fts)."""
+        self.indexer.catch_up(project_id if isinstance(project_id, str) else None)
+        return hybrid.search(self.db, query, embedder=self.embedder, mode=mode, project_id=project_id,
+                             agent_source=agent_source, role=role, session_id=session_id, since=since,
+                             until=until, limit=limit)
 
     def recall(self, query: str, *, project_id: str | None = None, limit: int = 5) -> Recall:
         self.indexer.catch_up(project_id if isinstance(project_id, str) else None)

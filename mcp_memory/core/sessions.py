@@ -9,11 +9,12 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import Invalid, NotFound
+from ..operations import MAX_PROJECT_CHARS
+from ..operations import MAX_SESSIONS as MAX_LIST
 from ..records import Session, SessionList
 from ..store.db import Database
 from ..store.repo import Store
 
-MAX_LIST = 200
 SESSION_ID_PREFIX = "ses_"
 
 
@@ -24,8 +25,8 @@ def new_session_id() -> str:
 def check_project(project_id: Any) -> str:
     if not isinstance(project_id, str) or not project_id.strip():
         raise Invalid("project_id must be a non-empty string")
-    if len(project_id) > 200:
-        raise Invalid("project_id must be at most 200 characters")
+    if len(project_id) > MAX_PROJECT_CHARS:
+        raise Invalid(f"project_id must be at most {MAX_PROJECT_CHARS} characters")
     return project_id
 
 
@@ -72,9 +73,17 @@ def list_(
             project_id=project_id, agent_source=agent_source, cursor=position, limit=limit + 1
         )
     more = len(sessions) > limit
-    sessions = sessions[:limit]
+    sessions = [without_native(s) for s in sessions[:limit]]
     next_cursor = encode_cursor(sessions[-1]) if more else None
     return SessionList(sessions=sessions, next_cursor=next_cursor)
+
+
+def without_native(session: Session) -> Session:
+    """A listed session's meta without the native records an import keeps there (meta.native: a
+    file's trailing lines, agent ids, …; read by export, not by someone choosing a session)."""
+    if "native" not in session.meta:
+        return session
+    return session.model_copy(update={"meta": {k: v for k, v in session.meta.items() if k != "native"}})
 
 
 def update_meta(db: Database, session_id: str, meta: Any) -> Session:

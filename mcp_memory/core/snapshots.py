@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import Invalid, NotFound
+from ..operations import MAX_TEXT as MAX_COMMIT_MSG
 from ..records import Forked, Snapshot
 from ..store.db import Database
 from ..store.repo import Store
 from .sessions import check_meta, new_session_id
-
-MAX_COMMIT_MSG = 10_000
 
 
 def create(db: Database, session_id: str, commit_msg: str, meta: dict[str, Any] | None = None) -> Snapshot:

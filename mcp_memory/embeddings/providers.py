@@ -118,7 +118,7 @@ class LocalProvider:
     """A model on the CPU, offline (see SHIPPED_MODELS). Vectors are normalised (cosine = dot product)."""
 
     def __init__(self, model: str = DEFAULT_LOCAL_MODEL, *, path: str | None = None,
-                 scripts: tuple[str, ...] | None | EllipsisType = ...) -> None:
+                 scripts: tuple[str, ...] | EllipsisType | None = ...) -> None:
         self.name = model
         self.scripts = model_scripts(model) if scripts is ... else scripts  # ... = what the model was trained on
         self._path = path

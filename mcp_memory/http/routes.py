@@ -1,5 +1,8 @@
-"""The REST routes of CONTRACT §4 as one table: each endpoint names its parameters, body and result
-(the OpenAPI document is built from the same table) and calls one core method."""
+"""The REST routes, one per operation of mcp_memory/operations.py (its method and path there; the
+OpenAPI document is built from the same table, http/openapi.py). Path parameters and, for GET, the
+query parameters or, otherwise, the JSON body's fields are the operation's arguments; REST spells
+`query` as `q`. Input is validated by the operation's input model; every rejection names the field.
+"""
 
 from __future__ import annotations
 
@@ -7,32 +10,23 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from ..core.service import Service
 from ..errors import Invalid
-from ..memory_records import DecisionCreated, DecisionList, DecisionVersion, MatchList
-from ..records import (
-    AppendManyResult,
-    AppendResult,
-    CreatedSession,
-    Forked,
-    Page,
-    SessionList,
-    SessionOut,
-    SnapshotCreated,
-    SnapshotList,
-)
+from ..models import describe_validation_error
+from ..operations import BY_NAME, OPERATIONS, REST_NAMES, Input, Operation, call
 
 
 @dataclass(frozen=True)
 class Param:
     name: str
-    kind: str = "string"  # string | integer
+    kind: str = "string"  # string | integer | number | boolean
     required: bool = False
     description: str = ""
-    minimum: int | None = None
-    maximum: int | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    schema: dict[str, Any] = field(default_factory=dict)  # the field's JSON Schema (OpenAPI)
 
 
 @dataclass(frozen=True)
@@ -46,31 +40,69 @@ class Call:
 
 @dataclass(frozen=True)
 class Endpoint:
+    op: Operation
     methods: tuple[str, ...]
-    path: str
-    name: str
-    summary: str
     run: Callable[[Service, Call], BaseModel]
-    result: type[BaseModel] | tuple[type[BaseModel], ...]
     query: tuple[Param, ...] = ()
-    body: dict[str, Any] | None = None  # JSON Schema of the body
-    status: int = 200
-    path_params: dict[str, str] = field(default_factory=dict)  # name -> "string" | "integer"
+    path_params: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.op.name
+
+    @property
+    def path(self) -> str:
+        return self.op.rest.path
+
+    @property
+    def status(self) -> int:
+        return self.op.rest.status
+
+    @property
+    def has_body(self) -> bool:
+        return self.op.rest.method != "GET"
 
 
-def _object(body: Any, *, required: tuple[str, ...] = ()) -> dict[str, Any]:
+def path_names(path: str) -> tuple[str, ...]:
+    return tuple(part[1:-1] for part in path.split("/") if part.startswith("{"))
+
+
+def field_schema(model: type[Input], name: str) -> dict[str, Any]:
+    """A field's JSON Schema without the `null` branch of an optional field."""
+    schema = dict(model.model_json_schema()["properties"][name])
+    options = [s for s in schema.get("anyOf", []) if s.get("type") != "null"]
+    if "anyOf" in schema and len(options) == 1:
+        schema.pop("anyOf")
+        schema.update(options[0])
+    schema.pop("title", None)
+    return schema
+
+
+def query_params(op: Operation) -> tuple[Param, ...]:
+    if op.rest.method != "GET":
+        return ()
+    params = []
+    for name, info in op.input.model_fields.items():
+        if name in path_names(op.rest.path):
+            continue
+        schema = field_schema(op.input, name)
+        params.append(Param(REST_NAMES.get(name, name), schema.get("type", "string"), required=info.is_required(),
+                            description=info.description or "", minimum=schema.get("minimum"),
+                            maximum=schema.get("maximum"), schema=schema))
+    return tuple(params)
+
+
+def _object(body: Any) -> dict[str, Any]:
+    if body is None:
+        return {}
     if not isinstance(body, dict):
         raise Invalid("body must be a JSON object")
-    for name in required:
-        if name not in body:
-            raise Invalid(f"body.{name} is required")
-    _no_nul(body, "body")
     return body
 
 
 def _no_nul(value: Any, path: str) -> None:
     """PostgreSQL text cannot hold U+0000: say which field has one (message payloads are cleaned
-    by the core instead, so the append route does not call this)."""
+    by the core instead, so they are not checked here)."""
     if isinstance(value, str) and "\x00" in value:
         raise Invalid(f"{path} must not contain U+0000")
     if isinstance(value, dict):
@@ -82,143 +114,58 @@ def _no_nul(value: Any, path: str) -> None:
             _no_nul(item, f"{path}[{index}]")
 
 
-def _only(body: dict[str, Any], allowed: set[str]) -> dict[str, Any]:
+def _arguments(op: Operation, call_: Call) -> dict[str, Any]:
+    path = dict(call_.path)
+    if op.rest.method == "GET":
+        rest_to_field = {REST_NAMES.get(n, n): n for n in op.input.model_fields}
+        return {**{rest_to_field[k]: v for k, v in call_.query.items()}, **path}
+    body = _object(call_.body)
+    allowed = set(op.input.model_fields) - set(path)
     unknown = sorted(set(body) - allowed)
     if unknown:
         raise Invalid(f"body.{unknown[0]} is not a known field (allowed: {', '.join(sorted(allowed))})")
-    return body
+    if op.name not in ("append_message", "append_messages"):
+        _no_nul(body, "body")
+    return {**body, **path}
 
 
-def _snapshot_id(call: Call) -> int:
-    raw = call.path["snapshot_id"]
-    if not raw.isdigit() or int(raw) < 1:
-        raise Invalid("snapshot_id must be a positive integer")
-    return int(raw)
-
-
-def _append(svc: Service, call: Call) -> BaseModel:
-    if not isinstance(call.body, dict):
-        raise Invalid("body must be a JSON object (a message, or {\"messages\": [...]})")
-    body = call.body
-    if "messages" in body and "role" not in body:
-        return svc.append_messages(call.path["session_id"], _only(body, {"messages"})["messages"])
-    return svc.append_message(call.path["session_id"], body)
-
-
-def _create_session(svc: Service, call: Call) -> BaseModel:
-    body = _only(_object(call.body, required=("project_id",)), {"project_id", "meta"})
-    return CreatedSession(session_id=svc.create_session(body["project_id"], body.get("meta")).session_id)
-
-
-def _update_session(svc: Service, call: Call) -> BaseModel:
-    body = _only(_object(call.body, required=("meta",)), {"meta"})
-    return SessionOut(session=svc.update_session_meta(call.path["session_id"], body["meta"]))
-
-
-def _create_snapshot(svc: Service, call: Call) -> BaseModel:
-    body = _only(_object(call.body, required=("session_id",)), {"session_id", "commit_msg"})
-    if not isinstance(body["session_id"], str):
-        raise Invalid("body.session_id must be a string")
-    snap = svc.create_snapshot(body["session_id"], body.get("commit_msg", ""))
-    return SnapshotCreated(snapshot_id=snap.snapshot_id, up_to_seq=snap.up_to_seq)
-
-
-def _fork(svc: Service, call: Call) -> BaseModel:
-    body = _only(_object(call.body if call.body is not None else {}), {"meta"})
-    return svc.load_snapshot(_snapshot_id(call), body.get("meta"))
-
-
-DECISION_FIELDS = {"session_id", "decision_type", "summary", "status", "rationale", "message_seq", "metadata",
-                   "alternatives", "supersedes", "visibility"}
-UPDATE_FIELDS = {"expected_version", "status", "summary", "rationale", "alternatives", "metadata"}
-
-
-def _record_decision(svc: Service, call: Call) -> BaseModel:
-    body = _only(_object(call.body, required=("session_id", "decision_type", "summary")), DECISION_FIELDS)
-    options = {k: v for k, v in body.items() if k not in ("session_id", "decision_type", "summary")}
-    if not isinstance(body["session_id"], str):
-        raise Invalid("body.session_id must be a string")
-    return svc.record_decision(body["session_id"], body["decision_type"], body["summary"], **options)
-
-
-def _update_decision(svc: Service, call: Call) -> BaseModel:
-    body = _only(_object(call.body, required=("expected_version",)), UPDATE_FIELDS)
-    changes = {k: v for k, v in body.items() if k != "expected_version"}
-    return svc.update_decision(call.path["decision_id"], body["expected_version"], **changes)
-
-
-def _with_q(search: Callable[..., BaseModel], call: Call) -> BaseModel:
-    """The core calls the search words `query`; here they are the `q` parameter."""
-    filters = {k: v for k, v in call.query.items() if k != "q" and v is not None}
+def validate(op: Operation, data: dict[str, Any]) -> Input:
+    for name in path_names(op.rest.path):
+        if name in op.input.model_fields and op.input.model_fields[name].annotation is int:
+            raw = data.get(name)
+            if isinstance(raw, str):
+                if not raw.isdigit() or int(raw) < 1:
+                    raise Invalid(f"{name} must be a positive integer")
+                data[name] = int(raw)
     try:
-        return search(call.query.get("q"), **filters)
-    except Invalid as exc:
-        if str(exc).startswith("query"):
-            raise Invalid(f"query parameter q: {exc}") from exc
-        raise
+        return op.input.model_validate(data)
+    except ValidationError as exc:
+        text = describe_validation_error(exc, prefix="")
+        if op.rest.method == "GET" and text.startswith("query "):
+            text = "query parameter q" + text[len("query"):]  # the REST name of the search words
+        raise Invalid(text) from None
 
 
-def _search(svc: Service, call: Call) -> BaseModel:
-    return _with_q(svc.search_messages, call)
+def _runner(op: Operation) -> Callable[[Service, Call], BaseModel]:
+    def run(svc: Service, call_: Call) -> BaseModel:
+        if op.name == "append_messages" and isinstance(call_.body, dict) and "messages" not in call_.body:
+            # one message as the body (CONTRACT §4): the append_message operation
+            single = BY_NAME["append_message"]
+            return call(svc, single, validate(single, {"message": call_.body, **call_.path}))
+        args = validate(op, _arguments(op, call_))
+        try:
+            return call(svc, op, args)
+        except Invalid as exc:  # the core names the search words `query`; here they are `q`
+            if "query" in REST_NAMES and op.rest.method == "GET" and str(exc).startswith("query"):
+                raise Invalid(f"query parameter q: {exc}") from exc
+            raise
+
+    return run
 
 
-def _search_decisions(svc: Service, call: Call) -> BaseModel:
-    return _with_q(svc.search_decisions, call)
-
-
-_LIMIT = Param("limit", "integer", minimum=1, maximum=200, description="Page size.")
-_TEXT = {"type": "string"}
-_OBJ = {"type": "object"}
-ENDPOINTS: tuple[Endpoint, ...] = (
-    Endpoint(("POST",), "/v1/sessions", "create_session", "Create a session", _create_session, CreatedSession,
-             body={"type": "object", "required": ["project_id"], "additionalProperties": False,
-                   "properties": {"project_id": {"type": "string", "minLength": 1, "maxLength": 200},
-                                  "meta": _OBJ}}, status=201),
-    Endpoint(("GET",), "/v1/sessions", "list_sessions", "List sessions, newest first",
-             lambda svc, c: svc.list_sessions(**c.query), SessionList,
-             query=(Param("project_id"), Param("agent_source"), _LIMIT, Param("cursor"))),
-    Endpoint(("PATCH",), "/v1/sessions/{session_id}", "update_session_meta", "Merge keys into a session's meta",
-             _update_session, SessionOut,
-             body={"type": "object", "required": ["meta"], "additionalProperties": False,
-                   "properties": {"meta": _OBJ}}),
-    Endpoint(("GET",), "/v1/sessions/{session_id}", "read_session", "Read a session's messages in seq order",
-             lambda svc, c: svc.read_session(c.path["session_id"], **c.query), Page,
-             query=(Param("after_seq", "integer", minimum=0),
-                    Param("limit", "integer", minimum=1, maximum=1000))),
-    Endpoint(("POST",), "/v1/sessions/{session_id}/messages", "append_messages",
-             "Append one message, or {\"messages\": [...]} in one transaction", _append,
-             (AppendResult, AppendManyResult), body={"type": "object"}, status=201),
-    Endpoint(("GET",), "/v1/sessions/{session_id}/snapshots", "list_snapshots", "List a session's snapshots",
-             lambda svc, c: SnapshotList(snapshots=svc.list_snapshots(c.path["session_id"])), SnapshotList),
-    Endpoint(("POST",), "/v1/snapshots", "create_snapshot", "Snapshot a session", _create_snapshot,
-             SnapshotCreated, status=201,
-             body={"type": "object", "required": ["session_id"], "additionalProperties": False,
-                   "properties": {"session_id": _TEXT, "commit_msg": _TEXT}}),
-    Endpoint(("POST", "GET"), "/v1/snapshots/{snapshot_id}/fork", "load_snapshot",
-             "Fork a snapshot into a new session", _fork, Forked, status=201,
-             body={"type": "object", "additionalProperties": False, "properties": {"meta": _OBJ}},
-             path_params={"snapshot_id": "integer"}),
-    Endpoint(("GET",), "/v1/search", "search_messages", "Search messages", _search, MatchList,
-             query=(Param("q", required=True, description="Search words"), Param("project_id"),
-                    Param("agent_source"), Param("role"), Param("session_id"), Param("since"), Param("until"),
-                    Param("limit", "integer", minimum=1, maximum=100),
-                    Param("mode", description="fts, semantic or hybrid (default: hybrid when available)"))),
-    Endpoint(("POST",), "/v1/decisions", "record_decision", "Record a decision", _record_decision,
-             DecisionCreated, status=201,
-             body={"type": "object", "required": ["session_id", "decision_type", "summary"],
-                   "properties": {"session_id": _TEXT, "decision_type": _TEXT, "summary": _TEXT,
-                                  "status": {"enum": ["accepted", "rejected", "superseded"]},
-                                  "rationale": _TEXT, "message_seq": {"type": "integer"}, "metadata": _OBJ,
-                                  "visibility": {"enum": ["private", "team", "public"]}}}),
-    Endpoint(("PATCH",), "/v1/decisions/{decision_id}", "update_decision", "Update a decision (optimistic)",
-             _update_decision, DecisionVersion,
-             body={"type": "object", "required": ["expected_version"],
-                   "properties": {"expected_version": {"type": "integer"}, "status": _TEXT, "summary": _TEXT,
-                                  "rationale": _TEXT}}),
-    Endpoint(("GET",), "/v1/decisions", "search_decisions", "Search decisions", _search_decisions, DecisionList,
-             query=(Param("q"), Param("status"), Param("decision_type"), Param("project_id"),
-                    Param("agent_source"), Param("session_id"), Param("since"), Param("until"),
-                    Param("limit", "integer", minimum=1, maximum=100))),
+ENDPOINTS: tuple[Endpoint, ...] = tuple(
+    Endpoint(op, (op.rest.method, *op.rest.also), _runner(op), query_params(op), path_names(op.rest.path))
+    for op in OPERATIONS
 )
 
 
@@ -248,13 +195,21 @@ def parse_query(params: tuple[Param, ...], raw: dict[str, str]) -> dict[str, Any
     return values
 
 
+BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
+
+
 def _typed(p: Param, value: str) -> Any:
-    if p.kind != "integer":
+    if p.kind == "boolean":
+        if value.lower() not in BOOLEANS:
+            raise Invalid(f"query parameter {p.name} must be true or false")
+        return BOOLEANS[value.lower()]
+    if p.kind not in ("integer", "number"):
         return value
     try:
-        number = int(value)
+        number: float = int(value) if p.kind == "integer" else float(value)
     except ValueError:
-        raise Invalid(f"query parameter {p.name} must be an integer") from None
+        raise Invalid(f"query parameter {p.name} must be {'an integer' if p.kind == 'integer' else 'a number'}") \
+            from None
     if (p.minimum is not None and number < p.minimum) or (p.maximum is not None and number > p.maximum):
         raise Invalid(f"query parameter {p.name} must be from {p.minimum} to {p.maximum}")
     return number

@@ -15,7 +15,7 @@ from psycopg.types.json import Jsonb
 
 from ..errors import McpMemoryError, Unavailable
 from .db import Database, translate_errors
-from .sql import Statements, q
+from .sql import Statements, q, scalar
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +63,8 @@ class ArchiveStore(Statements):
 
     def now(self) -> datetime:
         """The server's clock (never compare the client's clock with run_after)."""
-        return self.conn.execute(q("archive_now")).fetchone()[0]
+        value: datetime = scalar(self.conn, q("archive_now"), what="archive_now")
+        return value
 
     def heartbeat(self, *, worker: str, lease: float) -> int:
         return self._scalar("archive_heartbeat", {"worker": worker, "lease": lease})
@@ -85,7 +86,7 @@ class ArchiveStore(Statements):
 
     def next_due(self) -> float | None:
         """Seconds until the next pending job is due (negative: already due), None when none is pending."""
-        value = self.conn.execute(q("archive_next_due")).fetchone()[0]
+        value = scalar(self.conn, q("archive_next_due"), what="archive_next_due")
         return None if value is None else float(value)
 
     def get_job(self, job_id: int) -> dict[str, Any] | None:
@@ -148,7 +149,7 @@ class ArchiveStore(Statements):
 
     # restore ----------------------------------------------------------------------------------
     def has_sessions(self) -> bool:
-        return bool(self.conn.execute(q("restore_has_sessions")).fetchone()[0])
+        return bool(scalar(self.conn, q("restore_has_sessions"), what="restore_has_sessions"))
 
     def restore_session(self, doc: dict[str, Any]) -> None:
         params = {key: doc.get(key) for key in ("session_id", "project_id", "agent_source", "title",
@@ -204,7 +205,7 @@ class LeaderLock:
                 self.conn = self.db.connect(autocommit=True, keepalives=1, keepalives_idle=5,
                                             keepalives_interval=2, keepalives_count=3)
             with translate_errors():
-                got = self.conn.execute(q("archive_try_lock"), {"key": LOCK_KEY}).fetchone()[0]
+                got = scalar(self.conn, q("archive_try_lock"), {"key": LOCK_KEY}, what="archive_try_lock")
         except (McpMemoryError, psycopg.Error) as exc:
             log.warning("archiver lock: %s", exc)
             self.release()

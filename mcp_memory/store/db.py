@@ -9,6 +9,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
@@ -53,7 +54,7 @@ class Database:
     def masked_dsn(self) -> str:
         return mask_dsn(self._dsn) if self._dsn else self.settings.describe_dsn()
 
-    def connect(self, **kwargs: object) -> psycopg.Connection:
+    def connect(self, **kwargs: Any) -> psycopg.Connection:
         """A direct connection (not pooled): for LISTEN, advisory locks, migrations, admin work."""
         with translate_errors():
             return psycopg.connect(
@@ -63,7 +64,7 @@ class Database:
                 **{**self._pooler_options(), **kwargs},
             )
 
-    def _pooler_options(self) -> dict[str, object]:
+    def _pooler_options(self) -> dict[str, Any]:
         """Behind PgBouncer in transaction mode a server connection changes between transactions:
         prepared statements (psycopg prepares a query run 5 times) would be missing there."""
         return {"prepare_threshold": None} if self.settings.pgbouncer else {}

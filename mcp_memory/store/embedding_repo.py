@@ -54,7 +54,7 @@ class EmbeddingStore:
     def __init__(self, conn: psycopg.Connection) -> None:
         self.conn = conn
 
-    def _all(self, query: str | sql.Composable, params: dict[str, Any]) -> list[dict[str, Any]]:
+    def _all(self, query: str | sql.Composed, params: dict[str, Any]) -> list[dict[str, Any]]:
         with self.conn.cursor(row_factory=dict_row) as cur:
             return cur.execute(query, params, prepare=False).fetchall()
 

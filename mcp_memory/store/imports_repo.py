@@ -11,7 +11,7 @@ from psycopg.types.json import Jsonb
 from ..errors import Conflict
 from ..records import Session
 from .repo import Store
-from .sql import q
+from .sql import first_row, q
 
 
 def ensure_session(
@@ -48,7 +48,7 @@ def record_relay(conn: psycopg.Connection, *, session_id: str, agent: str, nativ
                  carried: list[str]) -> Relay:
     row = conn.execute(q("relay_record"), {"session_id": session_id, "agent": agent, "native_id": native_id,
                                            "carried": carried}).fetchone()
-    return Relay(*row)
+    return Relay(*first_row(row, "mm_record_relay"))
 
 
 def find_relays(conn: psycopg.Connection, *, agent: str, native_id: str) -> list[Relay]:

@@ -8,7 +8,7 @@ from psycopg.types.json import Jsonb
 
 from ..memory_records import Agent, ContextEntry, Decision
 from ..models import format_time
-from .sql import Statements, q
+from .sql import Statements
 
 
 class MemoryStore(Statements):

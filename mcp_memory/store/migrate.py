@@ -11,6 +11,8 @@ from importlib import resources
 
 import psycopg
 
+from .sql import scalar
+
 log = logging.getLogger(__name__)
 
 LOCK_KEY = 0x6D636D6D  # "mcmm": the advisory lock that serialises migrations
@@ -59,7 +61,7 @@ def latest_version() -> int:
 
 
 def applied(conn: psycopg.Connection) -> dict[int, tuple[str, datetime]]:
-    exists = conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL").fetchone()[0]
+    exists = scalar(conn, "SELECT to_regclass('schema_migrations') IS NOT NULL", what="to_regclass")
     if not exists:
         return {}
     rows = conn.execute("SELECT version, checksum, applied_at FROM schema_migrations").fetchall()

@@ -15,7 +15,7 @@ from psycopg.types.json import Jsonb
 
 from ..models import format_time
 from ..records import Session, Snapshot
-from .sql import Statements, q
+from .sql import Statements, first_row, q, scalar
 
 COPY_FROM = 64  # batches of at least this many messages are stored with COPY where it is allowed
 
@@ -32,7 +32,7 @@ def copy_allowed(conn: psycopg.Connection) -> bool:
     """COPY is 2× faster than the append function for a big batch, but only an owner may write
     tables directly (row-level security, and the token roles' missing INSERT right, apply to
     everyone else). Asked per batch: a pooled connection may change role per transaction."""
-    return not conn.execute("SELECT row_security_active('messages')").fetchone()[0]
+    return not scalar(conn, "SELECT row_security_active('messages')", what="row_security_active")
 
 
 class AppendRaced(Exception):
@@ -80,13 +80,13 @@ class Store(Statements):
     # sessions ---------------------------------------------------------------------------------
     def insert_session(self, **fields: Any) -> Session:
         fields["meta"] = Jsonb(fields["meta"])
-        return session_record(self._one("insert_session", fields))
+        return session_record(first_row(self._one("insert_session", fields), "mm_create_session"))
 
     def fork_session(self, *, snapshot_id: int, session_id: str, agent_source: str | None, title: str | None,
                      meta: dict[str, Any]) -> Session:
-        return session_record(self._one("fork_session", {
+        return session_record(first_row(self._one("fork_session", {
             "snapshot_id": snapshot_id, "session_id": session_id, "agent_source": agent_source, "title": title,
-            "meta": Jsonb(meta)}))
+            "meta": Jsonb(meta)}), "mm_fork"))
 
     def get_session(self, session_id: str) -> Session | None:
         row = self._one("get_session", {"session_id": session_id})
@@ -182,8 +182,8 @@ class Store(Statements):
     # snapshots --------------------------------------------------------------------------------
     def insert_snapshot(self, session_id: str, commit_msg: str, meta: dict[str, Any]) -> Snapshot:
         """The snapshot, its export job and the archiver's wake-up NOTIFY (one database call)."""
-        return snapshot_record(self._one("insert_snapshot", {"session_id": session_id, "commit_msg": commit_msg,
-                                                              "meta": Jsonb(meta)}))
+        row = self._one("insert_snapshot", {"session_id": session_id, "commit_msg": commit_msg, "meta": Jsonb(meta)})
+        return snapshot_record(first_row(row, "mm_snapshot"))
 
     def list_snapshots(self, session_id: str) -> list[Snapshot]:
         return [snapshot_record(row) for row in self._all("list_snapshots", {"session_id": session_id})]

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..search.index import IndexedText
 from ..search.ranking import TermStats
-from .sql import Statements, q
+from .sql import Statements, first_row, q, scalar
 
 SHARDS = 8
 
@@ -122,7 +122,8 @@ class SearchStore(Statements):
 
     def backlog(self, project_id: str | None) -> tuple[int, int]:
         """(sessions, messages) stored but not indexed yet."""
-        row = self.conn.execute(q("search_backlog"), {"project_id": project_id}).fetchone()
+        row = first_row(self.conn.execute(q("search_backlog"), {"project_id": project_id}).fetchone(),
+                        "search_backlog")
         return row[0], row[1]
 
     # querying -----------------------------------------------------------------------------------
@@ -153,7 +154,7 @@ class SearchStore(Statements):
     def add_synonyms(self, terms: Sequence[str]) -> None:
         found = self._all("synonym_find", {"terms": list(terms)})
         groups = sorted({row["group_id"] for row in found})
-        group_id = groups[0] if groups else self.conn.execute(q("synonym_new_group")).fetchone()[0]
+        group_id = groups[0] if groups else scalar(self.conn, q("synonym_new_group"), what="synonym_new_group")
         if len(groups) > 1:
             self.conn.execute(q("synonym_merge"), {"group_id": group_id, "groups": groups[1:]})
         self.conn.execute(q("synonym_insert"), {"group_id": group_id, "terms": list(terms)})

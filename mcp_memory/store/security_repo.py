@@ -10,13 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
 from ..errors import Conflict, Forbidden, NotFound, Unavailable
-from .sql import q
+from .sql import first_row, q
 
 GROUP_RW = "mcp_memory_rw"
 GROUP_RO = "mcp_memory_ro"
@@ -40,7 +41,7 @@ class SecurityStore:
     def __init__(self, conn: psycopg.Connection) -> None:
         self.conn = conn
 
-    def _value(self, name: str, params: dict[str, object] | None = None) -> object:
+    def _value(self, name: str, params: dict[str, object] | None = None) -> Any:
         row = self.conn.execute(q(name), params or {}).fetchone()
         return row[0] if row else None
 
@@ -112,7 +113,7 @@ class SecurityStore:
                         projects=list(r["projects"]), token_sha256=bytes(r["token_sha256"]))
 
     def whoami(self) -> tuple[str, str]:
-        row = self.conn.execute(q("security_whoami")).fetchone()
+        row = first_row(self.conn.execute(q("security_whoami")).fetchone(), "security_whoami")
         return row[0], row[1]
 
     def token_count(self) -> int:

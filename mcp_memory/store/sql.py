@@ -6,11 +6,12 @@ from __future__ import annotations
 import re
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg.rows import dict_row
 
+T = TypeVar("T")
 _HEADER = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
 
 
@@ -30,6 +31,23 @@ def queries() -> dict[str, str]:
 
 def q(name: str) -> str:
     return queries()[name]
+
+
+class MissingRow(RuntimeError):
+    """A statement that always returns a row returned none: a bug or a broken schema, never a
+    user error (so not an McpMemoryError)."""
+
+
+def first_row(row: T | None, what: str) -> T:
+    """The row of a statement that always returns one (an aggregate, a function call, …)."""
+    if row is None:
+        raise MissingRow(f"{what} returned no row")
+    return row
+
+
+def scalar(conn: psycopg.Connection, query: str, params: dict[str, Any] | None = None, *, what: str) -> Any:
+    """The first column of the one row `query` returns; `what` names it in the error otherwise."""
+    return first_row(conn.execute(query, params or {}).fetchone(), what)[0]
 
 
 class Statements:

@@ -27,9 +27,9 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 sys.path.insert(0, str(Path(__file__).parent))
-from claude_import import transcript  # noqa: E402
+from claude_import import transcript
 
-from mcp_memory.store import embedded  # noqa: E402
+from mcp_memory.store import embedded
 
 
 def cli(env: dict[str, str], *args: str, stdin: str | None = None) -> float:

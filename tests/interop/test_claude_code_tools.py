@@ -10,7 +10,6 @@ PATH; skipped otherwise. Nothing leaves the machine.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys

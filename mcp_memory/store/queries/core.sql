@@ -82,3 +82,7 @@ SELECT * FROM mm_update_session_meta(%(session_id)s, %(set)s, %(remove)s::text[]
 -- name: fork_session
 -- Lineage from the snapshot itself; the caller must read it and write its project (mm_fork).
 SELECT * FROM mm_fork(%(snapshot_id)s, %(session_id)s, %(agent_source)s, %(title)s, %(meta)s);
+
+-- name: append_listen
+-- Woken by migration 0011's trigger when any session's last_seq moves (payload: sha256 of its id).
+LISTEN mcp_memory_append;

@@ -1,0 +1,356 @@
+"""Every operation of mcp-memory, declared once: its input model (fields, limits, enums and
+descriptions), its result model, whether it reads or writes, and its REST method and path.
+
+The MCP tools (mcp/server.py), the REST routes and `/openapi.json` (http/routes.py, http/openapi.py)
+and the CLI arguments of the commands that mirror a tool (commands/cliargs.py) are built from this
+table, and the Service method of the same name takes the same arguments (tests/test_operations.py
+checks it), so the copies cannot drift. Pure pydantic: importing it loads no database driver.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .memory_records import (
+    Alternative,
+    ContextOut,
+    ContextSet,
+    DecisionCreated,
+    DecisionList,
+    DecisionStatus,
+    DecisionVersion,
+    MatchList,
+    Recall,
+    SearchMode,
+    Visibility,
+)
+from .models import MessageIn, Role
+from .records import (
+    AppendManyResult,
+    AppendResult,
+    CreatedSession,
+    Forked,
+    Page,
+    SessionList,
+    SessionOut,
+    SnapshotCreated,
+    SnapshotList,
+)
+
+# limits, in one place (the core checks them again for callers that skip the models)
+MAX_PAGE = 1000  # read_session
+MAX_BATCH = 10_000  # append_messages
+MAX_SESSIONS = 200  # list_sessions
+MAX_MATCHES = 100  # search_messages, search_decisions
+MAX_RECALL = 20  # recall
+MAX_WAIT_SECONDS = 60  # read_session(wait_seconds)
+MAX_PROJECT_CHARS = 200
+MAX_QUERY_CHARS = 2000  # search words
+MAX_TEXT = 10_000  # decision summary and rationale, snapshot commit message
+MAX_DECISION_TYPE = 100
+MAX_KEY = 200  # context keys
+
+Kind = Literal["read", "write", "idempotent"]
+
+
+class Input(BaseModel):
+    """Base of the input models: unknown fields are refused (a typo never passes silently)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+SessionId = Annotated[str, Field(min_length=1, description="A session id, ses_<uuid>.")]
+Meta = Annotated[
+    dict[str, Any] | None,
+    Field(description="Free-form session metadata: title, agent_source, cwd, model, … (JSON object)."),
+]
+Project = Annotated[str | None, Field(description="Only this project (recommended: your repo's project id).")]
+AgentFilter = Annotated[str | None, Field(description="Only sessions of this agent_source (claude-code, opencode, …).")]
+Since = Annotated[str | None, Field(description="Only from this time on: RFC 3339, a date, or an age like 7d / 12h.")]
+Until = Annotated[str | None, Field(description="Only before this time (RFC 3339 or a date).")]
+SearchWords = Annotated[str, Field(
+    max_length=MAX_QUERY_CHARS, description='A question or keywords in any language. Words are alternatives ranked by relevance; '
+                '"quoted phrase" is required; -word excludes.')]
+
+
+# sessions and messages ---------------------------------------------------------------------------
+class CreateSession(Input):
+    """Start a new shared session and return its session_id. Put title, agent_source (your agent's
+    name) and cwd in meta so other agents can find it."""
+
+    project_id: Annotated[str, Field(min_length=1, max_length=MAX_PROJECT_CHARS,
+                                     description="Project the session belongs to (e.g. the repo name).")]
+    meta: Meta = None
+
+
+class AppendMessage(Input):
+    """Append one neutral message (role system|user|assistant|tool; content; tool_calls; tool_call_id;
+    thinking) to a session. The server assigns seq. Retrying with the same append_id and payload
+    returns the original seq with duplicate=true; the same append_id with another payload is a
+    [conflict]."""
+
+    session_id: SessionId
+    message: MessageIn
+
+
+class AppendMessages(Input):
+    """Append several messages atomically (all or nothing), in order. Same idempotency rules as
+    append_message, per message."""
+
+    session_id: SessionId
+    messages: Annotated[list[MessageIn], Field(min_length=1, max_length=MAX_BATCH, description=(
+        f"Messages in order (at most {MAX_BATCH}); stored in one transaction."))]
+
+
+class ReadSession(Input):
+    """Read a session's history in seq order, a page at a time: pass next_after_seq back as after_seq
+    while has_more is true. A forked session includes its parent's history up to the fork. With
+    wait_seconds and nothing after after_seq, waits until any process appends (or the time is up)."""
+
+    session_id: SessionId
+    after_seq: Annotated[int, Field(ge=0, description="Return messages with seq > after_seq.")] = 0
+    limit: Annotated[int, Field(ge=1, le=MAX_PAGE, description=f"Page size (max {MAX_PAGE}).")] = 100
+    include_native: Annotated[bool, Field(
+        description="Also return each message's native record (metadata.native, as the agent wrote it); "
+                    "default: the neutral fields only.")] = False
+    wait_seconds: Annotated[float, Field(
+        ge=0, le=MAX_WAIT_SECONDS, description=f"With nothing after after_seq, wait up to this many seconds "
+                                               f"(max {MAX_WAIT_SECONDS}) for a new message; 0: do not wait.")] = 0
+
+
+class CreateSnapshot(Input):
+    """Mark the session's current end as a snapshot (a pointer, no copy); it is archived to git
+    asynchronously. Use before handing the work to another agent."""
+
+    session_id: SessionId
+    commit_msg: Annotated[str, Field(max_length=MAX_TEXT,
+                                     description="What this point in the session is (like a commit message).")] = ""
+
+
+class ListSnapshots(Input):
+    """List a session's snapshots, oldest first."""
+
+    session_id: SessionId
+
+
+class LoadSnapshot(Input):
+    """Continue from a snapshot in a NEW session (a fork): it starts with the original's history up
+    to the snapshot and never changes the original. Returns the new session_id."""
+
+    snapshot_id: Annotated[int, Field(ge=1, description="The snapshot to continue from.")]
+    meta: Meta = None
+
+
+class ListSessions(Input):
+    """List sessions, newest first, optionally by project and agent; page with next_cursor. Session
+    meta comes without native records."""
+
+    project_id: Annotated[str | None, Field(description="Only this project.")] = None
+    agent_source: Annotated[str | None, Field(description="Only sessions of this agent.")] = None
+    limit: Annotated[int, Field(ge=1, le=MAX_SESSIONS, description=f"Page size (max {MAX_SESSIONS}).")] = 50
+    cursor: Annotated[str | None, Field(description="next_cursor from the previous page.")] = None
+
+
+class UpdateSessionMeta(Input):
+    """Merge keys into a session's metadata (title, status, notes for the next agent …)."""
+
+    session_id: SessionId
+    meta: Annotated[dict[str, Any], Field(description="Keys to set (merged); a key set to null is removed.")]
+
+
+# decisions ---------------------------------------------------------------------------------------
+Status = Annotated[DecisionStatus, Field(
+    description="accepted (default), rejected (an option turned down), proposed, or superseded.")]
+Alternatives = Annotated[list[Alternative] | None, Field(description="Options considered: {option, why_not}.")]
+DecisionMetadata = Annotated[dict[str, Any] | None, Field(description="Free-form JSON object.")]
+
+
+class RecordDecision(Input):
+    """Record a decision so later agents do not re-discuss it: what was decided (or rejected), why,
+    and the options turned down. Record rejected options too (status=rejected). Returns decision_id
+    and version."""
+
+    session_id: SessionId
+    decision_type: Annotated[str, Field(min_length=1, max_length=MAX_DECISION_TYPE,
+                                        description="Kind of decision: architecture, api, dependency, process, …")]
+    summary: Annotated[str, Field(min_length=1, max_length=MAX_TEXT, description=(
+        "The decision in one sentence, e.g. 'Orders do not use a message queue yet'."))]
+    status: Status = "accepted"
+    rationale: Annotated[str | None, Field(max_length=MAX_TEXT, description="Why — the reason the next agent needs.")] = None
+    message_seq: Annotated[int | None, Field(ge=1, description="seq of the message where it was decided.")] = None
+    metadata: DecisionMetadata = None
+    alternatives: Alternatives = None
+    supersedes: Annotated[str | None, Field(description="decision_id this one replaces; the old one is marked "
+                                                        "superseded at once.")] = None
+    visibility: Annotated[Visibility, Field(description="private, team (default) or public.")] = "team"
+
+
+class UpdateDecision(Input):
+    """Change a decision's status, summary, rationale, alternatives or metadata (merged). Optimistic:
+    pass the version you read; if someone changed it since, the answer is [conflict] — read it again
+    with search_decisions and retry if still right."""
+
+    decision_id: Annotated[str, Field(min_length=1, description="dec_… from record_decision or search_decisions.")]
+    expected_version: Annotated[int, Field(ge=1, description="The version you read; [conflict] if it moved.")]
+    status: Annotated[DecisionStatus | None, Field(description="New status.")] = None
+    summary: Annotated[str | None, Field(min_length=1, max_length=MAX_TEXT, description="New summary.")] = None
+    rationale: Annotated[str | None, Field(max_length=MAX_TEXT, description="New rationale.")] = None
+    alternatives: Annotated[list[Alternative] | None, Field(
+        description="New list of options considered (replaces the old one).")] = None
+    metadata: Annotated[dict[str, Any] | None, Field(description="Keys to merge into the metadata.")] = None
+
+
+class SearchDecisions(Input):
+    """Find earlier decisions (accepted, rejected, superseded, proposed) before proposing something:
+    was this option already chosen or turned down, and why? Best match first; without a query,
+    newest first."""
+
+    query: Annotated[str | None, Field(max_length=MAX_QUERY_CHARS,
+                                       description="Keywords or a question (any language); omit to list.")] = None
+    status: Annotated[DecisionStatus | None, Field(description="Only this status, e.g. rejected.")] = None
+    decision_type: Annotated[str | None, Field(description="Only this decision_type.")] = None
+    project_id: Project = None
+    agent_source: AgentFilter = None
+    session_id: Annotated[str | None, Field(description="Only decisions of this session.")] = None
+    since: Since = None
+    until: Until = None
+    limit: Annotated[int, Field(ge=1, le=MAX_MATCHES, description=f"At most this many (max {MAX_MATCHES}).")] = 10
+
+
+# context -----------------------------------------------------------------------------------------
+class SetContext(Input):
+    """Store a key fact of this session (chosen stack, constraint, related document, goal) for later
+    agents."""
+
+    session_id: SessionId
+    key: Annotated[str, Field(min_length=1, max_length=MAX_KEY,
+                              description="e.g. selected_stack, constraint, related_doc, task_goal.")]
+    value: Annotated[Any, Field(description="Any JSON value; the previous value is kept as history.")]
+
+
+class GetContext(Input):
+    """Read a session's key facts (current values; with a key, also every earlier value)."""
+
+    session_id: SessionId
+    key: Annotated[str | None, Field(max_length=MAX_KEY,
+                                     description="One key (its history included); omit for all keys.")] = None
+
+
+# search and recall -------------------------------------------------------------------------------
+class SearchMessages(Input):
+    """Search earlier agents' messages (Chinese, English, code identifiers), best first, with
+    highlighted snippets; by words and, where embeddings exist, by meaning (the result's `mode` says
+    which ran). Ask in natural language; use read_session(session_id, after_seq=seq-3) to see the
+    context of a match."""
+
+    query: SearchWords
+    project_id: Project = None
+    agent_source: AgentFilter = None
+    role: Annotated[Role | None, Field(description="Only user, assistant, tool or system messages.")] = None
+    session_id: Annotated[str | None, Field(
+        description="Only this session (a fork: with its inherited history).")] = None
+    since: Since = None
+    until: Until = None
+    limit: Annotated[int, Field(ge=1, le=MAX_MATCHES, description=f"At most this many (max {MAX_MATCHES}).")] = 10
+    mode: Annotated[SearchMode | None, Field(
+        description="fts (words), semantic (meaning) or hybrid (both); default hybrid when available.")] = None
+
+
+class RecallHistory(Input):
+    """Start here on a new task: a short, prompt-ready block of what earlier sessions decided (with
+    status: accepted / rejected / superseded) and discussed about it, each line dated. History may
+    be stale."""
+
+    query: Annotated[str, Field(max_length=MAX_QUERY_CHARS,
+                                description="The current task or question, in your user's language.")]
+    project_id: Project = None
+    limit: Annotated[int, Field(ge=1, le=MAX_RECALL, description=f"At most this many items (max {MAX_RECALL}).")] = 5
+
+
+# the table ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Rest:
+    method: str
+    path: str
+    status: int = 200
+    also: tuple[str, ...] = ()  # further methods accepted on the same path (e.g. GET for a fork)
+
+
+@dataclass(frozen=True)
+class Operation:
+    name: str  # the MCP tool name, the REST operationId and the Service method
+    title: str
+    input: type[Input]
+    result: type[BaseModel]
+    kind: Kind
+    rest: Rest
+    wrap: str | None = None  # the result field that holds what the Service returns (else: its attributes)
+
+    @property
+    def description(self) -> str:
+        """The input model's docstring, without its indentation (tool and OpenAPI descriptions)."""
+        return " ".join(inspect.cleandoc(self.input.__doc__ or "").split())
+
+    @property
+    def reads(self) -> bool:
+        return self.kind == "read"
+
+
+OPERATIONS: tuple[Operation, ...] = (
+    Operation("create_session", "Create session", CreateSession, CreatedSession, "write",
+              Rest("POST", "/v1/sessions", 201)),
+    Operation("append_message", "Append message", AppendMessage, AppendResult, "idempotent",
+              Rest("POST", "/v1/sessions/{session_id}/message", 201)),
+    Operation("append_messages", "Append messages", AppendMessages, AppendManyResult, "idempotent",
+              Rest("POST", "/v1/sessions/{session_id}/messages", 201)),
+    Operation("read_session", "Read session", ReadSession, Page, "read",
+              Rest("GET", "/v1/sessions/{session_id}")),
+    Operation("create_snapshot", "Create snapshot", CreateSnapshot, SnapshotCreated, "write",
+              Rest("POST", "/v1/snapshots", 201)),
+    Operation("list_snapshots", "List snapshots", ListSnapshots, SnapshotList, "read",
+              Rest("GET", "/v1/sessions/{session_id}/snapshots"), wrap="snapshots"),
+    Operation("load_snapshot", "Fork from snapshot", LoadSnapshot, Forked, "write",
+              Rest("POST", "/v1/snapshots/{snapshot_id}/fork", 201, also=("GET",))),
+    Operation("list_sessions", "List sessions", ListSessions, SessionList, "read",
+              Rest("GET", "/v1/sessions")),
+    Operation("update_session_meta", "Update session meta", UpdateSessionMeta, SessionOut, "idempotent",
+              Rest("PATCH", "/v1/sessions/{session_id}"), wrap="session"),
+    Operation("record_decision", "Record decision", RecordDecision, DecisionCreated, "write",
+              Rest("POST", "/v1/decisions", 201)),
+    Operation("update_decision", "Update decision", UpdateDecision, DecisionVersion, "write",
+              Rest("PATCH", "/v1/decisions/{decision_id}")),
+    Operation("search_decisions", "Search decisions", SearchDecisions, DecisionList, "read",
+              Rest("GET", "/v1/decisions")),
+    Operation("set_context", "Set session context", SetContext, ContextSet, "idempotent",
+              Rest("POST", "/v1/sessions/{session_id}/context")),
+    Operation("get_context", "Get session context", GetContext, ContextOut, "read",
+              Rest("GET", "/v1/sessions/{session_id}/context")),
+    Operation("search_messages", "Search messages", SearchMessages, MatchList, "read",
+              Rest("GET", "/v1/search")),
+    Operation("recall", "Recall history", RecallHistory, Recall, "read",
+              Rest("GET", "/v1/recall")),
+)
+BY_NAME: dict[str, Operation] = {op.name: op for op in OPERATIONS}
+
+# REST spells the search words `q` (CONTRACT §4); everywhere else they are `query`
+REST_NAMES: dict[str, str] = {"query": "q"}
+
+
+def arguments(args: Input) -> dict[str, Any]:
+    """The validated fields, one level deep (nested models stay models), as Service keywords."""
+    return {name: getattr(args, name) for name in type(args).model_fields}
+
+
+def call(service: Any, op: Operation, args: Input) -> BaseModel:
+    """Run an operation on the Service (the method of the operation's name, with its fields) and
+    shape what it returns as the operation's result model."""
+    value = getattr(service, op.name)(**arguments(args))
+    if isinstance(value, op.result):
+        return value
+    if op.wrap is not None:
+        return op.result.model_validate({op.wrap: value})
+    return op.result.model_validate(value, from_attributes=True)

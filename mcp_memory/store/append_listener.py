@@ -1,0 +1,103 @@
+"""LISTEN for appends (migration 0011): one dedicated autocommit connection per process, shared by
+every reader waiting in read_session(wait_seconds), and a thread that hands each NOTIFY to the
+waiters of that session."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+
+from ..errors import McpMemoryError
+from .db import Database
+from .sql import q
+
+log = logging.getLogger(__name__)
+POLL_SECONDS = 0.5  # how often the thread looks up from the socket to see whether it must stop
+
+
+def channel_key(session_id: str) -> str:
+    """What the trigger sends for a session: the hex SHA-256 of its id."""
+    return hashlib.sha256(session_id.encode()).hexdigest()
+
+
+class AppendListener:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self._lock = threading.Lock()
+        self._waiters: dict[str, set[threading.Event]] = {}
+        self._conn: psycopg.Connection | None = None
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    @contextmanager
+    def waiting(self, session_id: str) -> Iterator[threading.Event]:
+        """An event set on each append to the session (or when the listener lost its connection:
+        the reader then reads again). LISTEN is active when this returns, so an append committed
+        after the caller's next read is never missed."""
+        event = threading.Event()
+        key = channel_key(session_id)
+        with self._lock:
+            self._ensure_listening()
+            self._waiters.setdefault(key, set()).add(event)
+        try:
+            yield event
+        finally:
+            with self._lock:
+                waiters = self._waiters.get(key, set())
+                waiters.discard(event)
+                if not waiters:
+                    self._waiters.pop(key, None)
+
+    def _ensure_listening(self) -> None:
+        if self._conn is not None and not self._conn.closed and self._thread is not None:
+            return
+        self._conn = self.db.connect(autocommit=True)
+        self._conn.execute(q("append_listen"))
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, args=(self._conn,), name="mcp-memory append listener",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self, conn: psycopg.Connection) -> None:
+        try:
+            while not self._stop.is_set():
+                for notify in conn.notifies(timeout=POLL_SECONDS):
+                    self._wake(self._waiters_of(notify.payload))
+        except (psycopg.Error, McpMemoryError) as exc:
+            if not self._stop.is_set():
+                log.warning("append listener: %s (waiting readers read again; LISTEN restarts on the next wait)", exc)
+        finally:
+            with self._lock:
+                if self._conn is conn:
+                    self._conn, self._thread = None, None
+                everyone = [e for waiters in self._waiters.values() for e in waiters]
+            self._wake(everyone)
+            _close(conn)
+
+    def _waiters_of(self, key: str) -> list[threading.Event]:
+        with self._lock:
+            return list(self._waiters.get(key, ()))
+
+    @staticmethod
+    def _wake(events: list[threading.Event]) -> None:
+        for event in events:
+            event.set()
+
+    def close(self) -> None:
+        self._stop.set()
+        with self._lock:
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout=POLL_SECONDS * 4)
+
+
+def _close(conn: psycopg.Connection) -> None:
+    try:
+        conn.close()
+    except psycopg.Error:
+        pass
