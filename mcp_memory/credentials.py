@@ -28,9 +28,10 @@ def without_password(dsn: str) -> tuple[str, str | None]:
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
     params = conninfo_to_dict(dsn)
-    secret = params.pop("password", None)
-    if secret is None:
+    found = params.pop("password", None)
+    if found is None:
         return dsn, None
+    secret = str(found)
     if dsn.startswith(("postgresql://", "postgres://")):
         from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 

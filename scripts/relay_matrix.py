@@ -17,9 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the recorded fixtures
 
-from agent_fixtures import fixtures  # noqa: E402
+from agent_fixtures import fixtures
 
-from mcp_memory.agents.relay import Hop, available_agents, relay  # noqa: E402
+from mcp_memory.agents.relay import Hop, available_agents, relay
 
 
 def run() -> tuple[list[str], dict[str, str], list[Hop]]:

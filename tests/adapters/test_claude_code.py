@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import shlex
-
 import json
+import shlex
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_fixtures import FIXTURES
 
 from mcp_memory.agents import NeutralSession, WriteOptions, adapter_for
 from mcp_memory.models import MessageIn
-from agent_fixtures import FIXTURES
 
 OLD = FIXTURES / "claude-code"
 REAL = FIXTURES / "real" / "claude-code"

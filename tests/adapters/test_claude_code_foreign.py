@@ -8,10 +8,10 @@ from itertools import pairwise
 from pathlib import Path
 
 import pytest
+from agent_fixtures import FIXTURES
 
 from mcp_memory.agents import NeutralSession, WriteOptions, adapter_for
 from mcp_memory.models import MessageIn
-from agent_fixtures import FIXTURES
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_fixtures import FIXTURES
 
 from mcp_memory.agents import adapter_for
 from mcp_memory.agents.claude_code.adapter import transcript_from_hook
-from agent_fixtures import FIXTURES
 
 REAL = FIXTURES / "real" / "claude-code"
 

@@ -48,7 +48,7 @@ def test_default_home_and_project_scope(tmp_path):
     environ = {"HOME": str(tmp_path)}
     codex.register(scope="user", command=["mcp-memory"], env={}, cwd=tmp_path, environ=environ)
     assert "mcp-memory" in tomllib.loads((tmp_path / ".codex" / "config.toml").read_text())["mcp_servers"]
-    with pytest.raises(ValueError, match="config.toml only"):
+    with pytest.raises(ValueError, match=r"config\.toml only"):
         codex.register(scope="project", command=["mcp-memory"], env={}, cwd=tmp_path, environ=environ)
 
 

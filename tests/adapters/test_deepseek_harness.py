@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import shlex
-
 import json
+import shlex
 from pathlib import Path
 
 import pytest
+from agent_fixtures import FIXTURES
 
 from mcp_memory.agents import adapter_for
 from mcp_memory.agents.base import NeutralSession, WriteOptions
 from mcp_memory.agents.deepseek_harness.adapter import encode_segment, project_key, read_lines
-from agent_fixtures import FIXTURES
 
 TESTS = Path(__file__).resolve().parents[1] / "fixtures"
 SHARED = FIXTURES / "dsh"

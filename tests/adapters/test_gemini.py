@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import shlex
-
 import hashlib
 import json
+import shlex
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from agent_fixtures import FIXTURES
 
 from mcp_memory.agents import adapter_for
 from mcp_memory.agents.base import NeutralSession, WriteOptions
 from mcp_memory.models import MessageIn
-from agent_fixtures import FIXTURES
 
 SHARED = FIXTURES
 REAL = SHARED / "real" / "gemini" / "en" / ".gemini"

@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+from agent_fixtures import FIXTURES
 
 from mcp_memory.agents import adapter_for
 from mcp_memory.agents.base import NeutralSession, WriteOptions
 from mcp_memory.models import MessageIn
-from agent_fixtures import FIXTURES
 
 HERE = Path(__file__).resolve().parents[1] / "fixtures" / "openai"
 SHARED = FIXTURES / "dsh"

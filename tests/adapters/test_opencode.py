@@ -8,11 +8,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from agent_fixtures import FIXTURES
 
 from mcp_memory.agents import NeutralSession, WriteOptions, adapter_for
 from mcp_memory.agents.opencode.adapter import OpenCodeAdapter, default_db_path
 from mcp_memory.models import MessageIn
-from agent_fixtures import FIXTURES
 
 SYNTHETIC = FIXTURES / "opencode"
 REAL = FIXTURES / "real" / "opencode"
@@ -132,7 +132,7 @@ def test_opencode_2_export_is_refused(adapter: OpenCodeAdapter, tmp_path: Path) 
             }
         )
     )
-    with pytest.raises(ValueError, match="OpenCode 2.x"):
+    with pytest.raises(ValueError, match=r"OpenCode 2\.x"):
         adapter.read([v2])
 
 

@@ -8,9 +8,9 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from agent_fixtures import FIXTURES
 
 from mcp_memory.agents.opencode.adapter import OpenCodeAdapter, read_session_from_db
-from agent_fixtures import FIXTURES
 
 REAL = FIXTURES / "real" / "opencode"
 

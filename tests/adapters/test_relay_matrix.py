@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from agent_fixtures import fixtures
 
 from mcp_memory.agents import names

@@ -18,10 +18,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from agent_fixtures import FIXTURES
 
 from mcp_memory.agents import NeutralSession, WriteOptions, adapter_for
 from mcp_memory.models import MessageIn
-from agent_fixtures import FIXTURES
 
 FIXTURES = FIXTURES / "real" / "claude-code"
 pytestmark = [

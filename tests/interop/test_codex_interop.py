@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Self
 
 import pytest
+from agent_fixtures import FIXTURES
 
 from mcp_memory.agents import NeutralSession, WriteOptions, adapter_for
 from mcp_memory.agents.codex import install as codex_integration
 from mcp_memory.models import MessageIn
-from agent_fixtures import FIXTURES
 
 REAL = (
     FIXTURES / "real" / "codex" / "en" / "sessions"

@@ -17,10 +17,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from agent_fixtures import FIXTURES
 
 from mcp_memory.agents import NeutralSession, WriteOptions, adapter_for
 from mcp_memory.models import MessageIn
-from agent_fixtures import FIXTURES
 
 REAL = (
     FIXTURES / "real" / "gemini" / "en" / ".gemini"

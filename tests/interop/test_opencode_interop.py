@@ -5,21 +5,20 @@ Each test gets throwaway HOME / XDG_* dirs (mcp_memory/agents/opencode/README.md
 
 from __future__ import annotations
 
-import shlex
-
 import json
 import os
+import shlex
 import shutil
 import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from agent_fixtures import FIXTURES
 
 from mcp_memory.agents import NeutralSession, WriteOptions
 from mcp_memory.agents.opencode.adapter import OpenCodeAdapter, default_db_path
 from mcp_memory.models import MessageIn
-from agent_fixtures import FIXTURES
 
 REAL = FIXTURES / "real" / "opencode"
 pytestmark = [

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, ClassVar
 
 from ..base import Adapter, Agent
 
@@ -14,7 +14,7 @@ from ..base import Adapter, Agent
 class ClaudeCode(Agent):
     name = "claude-code"
     display_name = "Claude Code"
-    write_options = {
+    write_options: ClassVar[dict[str, str]] = {
         'session_id': 'UUID: the session id of the written transcript (default: derived from the source)',
     }
 

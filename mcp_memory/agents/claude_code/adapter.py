@@ -18,11 +18,11 @@ from typing import Any
 
 from ...files import atomic_write as write_text
 from ...shell import command_line
-from ..base import FormatError, Adapter, MappingReport, NeutralSession, WriteOptions, WrittenSession
-from .transcript import Line, consumed_offset, parse_lines
-from .write_support import is_uuid, session_uuid
+from ..base import Adapter, FormatError, MappingReport, NeutralSession, WriteOptions, WrittenSession
 from .read import AGENT, MessageBuilder, ReadState
+from .transcript import Line, consumed_offset, parse_lines
 from .write import TranscriptWriter
+from .write_support import is_uuid, session_uuid
 
 TITLE_RANK = {"custom-title": 3, "ai-title": 2, "summary": 1}
 CURSOR_VERSION = 1

@@ -20,8 +20,8 @@ from typing import Any
 
 from ...models import MessageIn
 from ..base import MappingReport, NeutralSession, WriteOptions
-from .write_support import NAMESPACE, ancestors, core, parse_stamp, rebuild, stamp, text_of
 from .read import AGENT
+from .write_support import NAMESPACE, ancestors, core, parse_stamp, rebuild, stamp, text_of
 
 WRITE_VERSION = "2.1.328"  # the Claude Code version these rules were checked against
 TOOL_ID = re.compile(r"^[A-Za-z0-9_-]+$")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from types import ModuleType
+from typing import ClassVar
 
 from ..base import Adapter, Agent
 
@@ -10,7 +11,7 @@ from ..base import Adapter, Agent
 class Codex(Agent):
     name = "codex"
     display_name = "Codex CLI"
-    write_options = {
+    write_options: ClassVar[dict[str, str]] = {
         'model_provider': 'the provider recorded in the rollout; Codex resumes only sessions of its configured one (default with --install: model_provider of $CODEX_HOME/config.toml, else openai)',
         'model': 'the model recorded in the rollout (default with --install: model of $CODEX_HOME/config.toml, else the original)',
     }

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from ..base import Adapter, Agent
 
 
 class DeepSeekHarness(Agent):
     name = "deepseek-harness"
     display_name = "DeepSeek harness"
-    write_options = {
+    write_options: ClassVar[dict[str, str]] = {
         'compression': 'zstd (default) or none',
     }
 

@@ -34,7 +34,7 @@ import zstandard
 from ...files import inside
 from ...models import MessageIn
 from ...shell import command_line
-from ..base import FormatError, Adapter, MappingReport, NeutralSession, WriteOptions, WrittenSession, stable_id
+from ..base import Adapter, FormatError, MappingReport, NeutralSession, WriteOptions, WrittenSession, stable_id
 from ..openai_chat.adapter import json_arguments
 
 NAME = "deepseek-harness"

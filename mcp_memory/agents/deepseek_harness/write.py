@@ -14,8 +14,8 @@ from typing import Any
 
 from ...models import MessageIn
 from ..base import MappingReport, NeutralSession, WriteOptions, epoch_ms
-from .adapter import CHUNK_ROWS, NAME, dsh_uuid
 from ..openai_chat.adapter import report_unwritten
+from .adapter import CHUNK_ROWS, NAME, dsh_uuid
 
 PROVIDER_FALLBACK = "imported"
 

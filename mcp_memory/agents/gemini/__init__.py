@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from types import ModuleType
+from typing import ClassVar
 
 from ..base import Adapter, Agent
 
@@ -10,7 +11,7 @@ from ..base import Adapter, Agent
 class Gemini(Agent):
     name = "gemini"
     display_name = "Gemini CLI"
-    write_options = {
+    write_options: ClassVar[dict[str, str]] = {
         'refresh_last_updated': '1: set lastUpdated to now, so the session sorts first in `gemini --resume`',
     }
 

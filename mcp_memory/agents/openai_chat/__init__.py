@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from ..base import Adapter, Agent
 
 
 class OpenAIChat(Agent):
     name = "openai"
     display_name = "OpenAI / DeepSeek chat JSON"
-    write_options = {
+    write_options: ClassVar[dict[str, str]] = {
         'reasoning': "what to do with reasoning: see the adapter's README (e.g. reasoning=none)",
     }
 

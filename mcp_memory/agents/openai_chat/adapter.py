@@ -29,7 +29,7 @@ from pydantic import ValidationError
 
 from ...files import atomic_write, safe_name
 from ...models import MessageIn
-from ..base import FormatError, Adapter, MappingReport, NeutralSession, WriteOptions, WrittenSession, stable_id
+from ..base import Adapter, FormatError, MappingReport, NeutralSession, WriteOptions, WrittenSession, stable_id
 
 NAME = "openai"
 REASONING_POLICIES = ("tool-turns", "none", "all")

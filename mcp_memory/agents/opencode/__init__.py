@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, ClassVar
 
 from ..base import Adapter, Agent, CaptureTarget
 
@@ -14,7 +14,7 @@ from ..base import Adapter, Agent, CaptureTarget
 class OpenCode(Agent):
     name = "opencode"
     display_name = "OpenCode"
-    write_options = {
+    write_options: ClassVar[dict[str, str]] = {
         'opencode_model': 'PROVIDER/MODEL stamped on the messages (default with --install: the model in your opencode.json, else the original)',
         'opencode_agent': 'the OpenCode agent the messages belong to (default: build)',
         'opencode_drop_snapshots': '1: leave out snapshot and patch parts',

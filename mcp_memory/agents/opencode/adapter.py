@@ -24,10 +24,10 @@ from typing import Any
 from ...files import atomic_write
 from ...models import format_time
 from ...shell import command_line
+from ..base import Adapter, FormatError, MappingReport, NeutralSession, WriteOptions, WrittenSession
 from . import storage as native_io
-from ..base import FormatError, Adapter, MappingReport, NeutralSession, WriteOptions, WrittenSession
-from .storage import spawning_call_of
 from .read import AGENT, convert_message, is_settled, ms_to_datetime
+from .storage import spawning_call_of
 from .write import render
 
 IMPORTED = re.compile(r"Imported session:\s*(ses_[0-9A-Za-z]+)")
