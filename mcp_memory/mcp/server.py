@@ -81,7 +81,8 @@ def _tool(op: Operation, get_service: Callable[[], Service]) -> Callable[..., Ca
         except McpMemoryError as exc:
             raise ToolError(exc.render()) from exc  # call_tool above strips the SDK's prefix
         data = result.model_dump(mode="json")
-        return CallToolResult(content=[TextContent(type="text", text=result.model_dump_json())],
+        # the text a model reads: compact, without the null fields (the structured copy has them all)
+        return CallToolResult(content=[TextContent(type="text", text=result.model_dump_json(exclude_none=True))],
                               structured_content=data)
 
     run.__name__ = op.name
