@@ -139,6 +139,8 @@ def seed(service: Service) -> Seeded:
     deepseek = _import(service, "deepseek-harness", DEEPSEEK, "shop")
     service.create_snapshot(deepseek, "after the bash turn")
     relay = _relay_to_codex(service, deepseek)
+    back = service.create_snapshot(relay, "hand back")
+    service.load_snapshot(back.snapshot_id, {"title": "Back in Claude Code", "agent_source": "claude-code"})
     chat = _import(service, "openai", OPENAI, "shop")
     hostile = service.create_session("shop", {"title": "Hostile content", "agent_source": "claude-code"}).session_id
     service.append_messages(hostile, [{"role": "user" if i % 2 == 0 else "assistant", "content": text}
@@ -219,7 +221,8 @@ def test_every_page_renders_imported_sessions(ui, browser: Browser, tmp_path: Pa
 
     browser.open(f"{server.url}/ui/sessions/{s.relay}/lineage")
     svg = browser.evaluate("document.querySelector('svg.lineage').outerHTML")
-    assert "codex" in svg and "deepseek-harness" in svg and "relay @ seq 5" in svg
+    assert "codex" in svg and "deepseek-harness" in svg and "relay at seq 5" in svg
+    assert "Back in Claude Code" in svg and "fork at seq 7" in svg, svg
     shot(browser, tmp_path, "lineage")
 
     browser.open(f"{server.url}/ui/decisions")
@@ -234,7 +237,7 @@ def test_every_page_renders_imported_sessions(ui, browser: Browser, tmp_path: Pa
 
     browser.open(f"{server.url}/ui/health")
     tiles = browser.evaluate("[...document.querySelectorAll('.tile')].map(t => t.textContent)")
-    assert "Archive queue" in tiles[0] and "pending: 1" in tiles[0]
+    assert "Archive queue" in tiles[0] and "pending: 2" in tiles[0]
     assert str(migrate.latest_version()) in tiles[3] and "up to date" in tiles[3]
     shot(browser, tmp_path, "health")
 

@@ -8,9 +8,10 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-COLUMN = 230  # px between depths
-ROW = 64  # px between nodes
-BOX_W, BOX_H = 200, 46
+COLUMN = 56  # px of indent per depth (an elbow from the parent's lower left corner)
+ROW = 70  # px between nodes
+BOX_W, BOX_H = 250, 46
+PAD = 10
 
 
 @dataclass
@@ -34,22 +35,21 @@ def nodes(rows: list[dict[str, Any]], current: str) -> list[Node]:
         parent = r["parent_session_id"] if r["parent_session_id"] in seen else None
         hop = "root" if parent is None else ("relay" if r["relayed_from"] else "fork")
         found.append(Node(session_id=r["session_id"], parent_session_id=parent, agent=r["agent_source"] or "unknown",
-                          title=(r["title"] or r["session_id"])[:30], depth=r["depth"], row=i, hop=hop,
+                          title=(r["title"] or r["session_id"])[:34], depth=r["depth"], row=i, hop=hop,
                           fork_seq=r["fork_seq"], last_seq=r["last_seq"], current=r["session_id"] == current))
     return found
 
 
 def _edge(parent: Node, child: Node) -> str:
-    x1, y1 = 10 + parent.depth * COLUMN + BOX_W, 10 + parent.row * ROW + BOX_H // 2
-    x2, y2 = 10 + child.depth * COLUMN, 10 + child.row * ROW + BOX_H // 2
-    mid = (x1 + x2) // 2
-    label = f"{child.hop} @ seq {child.fork_seq}" if child.fork_seq is not None else child.hop
-    return (f'<path class="edge {child.hop}" d="M{x1},{y1} C{mid},{y1} {mid},{y2} {x2},{y2}"/>'
-            f'<text class="edge-label" x="{x2 - 6}" y="{y2 - 6}" text-anchor="end">{escape(label)}</text>')
+    x1, y1 = PAD + parent.depth * COLUMN + 24, PAD + parent.row * ROW + BOX_H
+    x2, y2 = PAD + child.depth * COLUMN, PAD + child.row * ROW + BOX_H // 2
+    label = f"{child.hop} at seq {child.fork_seq}" if child.fork_seq is not None else child.hop
+    return (f'<path class="edge {child.hop}" d="M{x1},{y1} V{y2} H{x2}"/>'
+            f'<text class="edge-label" x="{x2 + 4}" y="{y2 - BOX_H // 2 - 5}">{escape(label)}</text>')
 
 
 def _box(node: Node) -> str:
-    x, y = 10 + node.depth * COLUMN, 10 + node.row * ROW
+    x, y = PAD + node.depth * COLUMN, PAD + node.row * ROW
     css = "node current" if node.current else "node"
     href = f"/ui/sessions/{escape(node.session_id)}/lineage"
     return (f'<a href="{href}"><g class="{css} agent-{escape(node.agent)}">'
@@ -62,8 +62,8 @@ def svg(graph: list[Node]) -> Markup:
     if not graph:
         return Markup("")
     by_id = {n.session_id: n for n in graph}
-    width = 20 + (max(n.depth for n in graph) + 1) * COLUMN
-    height = 20 + len(graph) * ROW
+    width = 2 * PAD + max(n.depth for n in graph) * COLUMN + BOX_W
+    height = 2 * PAD + len(graph) * ROW
     edges = [_edge(by_id[n.parent_session_id], n) for n in graph if n.parent_session_id in by_id]
     boxes = [_box(n) for n in graph]
     body = "".join(edges + boxes)

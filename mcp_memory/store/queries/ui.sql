@@ -3,7 +3,11 @@
 -- Row-level security limits it to the token's projects. Last activity: the time of the session's
 -- last own message (imports keep the agent's times), else when the row last changed.
 SELECT s.session_id, s.project_id, s.agent_source, s.title, s.last_seq, s.fork_seq, s.parent_session_id,
-       s.created_by, s.meta -> 'relayed_from' AS relayed_from, p.title AS parent_title,
+       s.created_by, p.title AS parent_title,
+       -- a relay when the lineage was recorded by an import of an exported session (a later fork of
+       -- that session copies its meta: it is a plain fork)
+       CASE WHEN s.meta -> 'relayed_from' ->> 'session_id' = s.parent_session_id
+            THEN s.meta -> 'relayed_from' END AS relayed_from,
        p.agent_source AS parent_agent, coalesce(last.created_at, s.updated_at) AS last_at
 FROM sessions s
 LEFT JOIN sessions p ON p.session_id = s.parent_session_id
@@ -49,7 +53,9 @@ WITH RECURSIVE down AS (
     WHERE d.depth < 50
 )
 SELECT s.session_id, s.parent_session_id, s.project_id, s.agent_source, s.title, s.fork_seq, s.last_seq,
-       s.created_at, s.meta -> 'relayed_from' AS relayed_from, d.depth
+       s.created_at, d.depth,
+       CASE WHEN s.meta -> 'relayed_from' ->> 'session_id' = s.parent_session_id
+            THEN s.meta -> 'relayed_from' END AS relayed_from
 FROM down d JOIN sessions s ON s.session_id = d.session_id
 ORDER BY d.path
 LIMIT %(limit)s;
