@@ -19,6 +19,7 @@ import uvicorn
 from mcp_memory.adapters import get
 from mcp_memory.adapters.base import NeutralSession
 from mcp_memory.app import build
+from mcp_memory.archive.daemon import Archiver, ArchiverOptions
 from mcp_memory.config import Settings
 from mcp_memory.core.imports import record_export, store_sessions
 from mcp_memory.core.service import Service
@@ -135,9 +136,19 @@ def _decisions(service: Service, session_id: str) -> None:
                             rationale="no read hot spot", alternatives=[{"option": "Redis", "why_not": "not needed"}])
 
 
-def seed(service: Service) -> Seeded:
+def _archive_once(settings: Settings, repo: Path) -> None:
+    db = Database(settings, application_name="mcp-memory archiver ui-test")
+    try:
+        summary = Archiver(db, ArchiverOptions.resolve(settings, repo=str(repo))).run(once=True)
+    finally:
+        db.close()
+    assert summary.done == 1, summary
+
+
+def seed(service: Service, settings: Settings, repo: Path) -> Seeded:
     deepseek = _import(service, "deepseek-harness", DEEPSEEK, "shop")
     service.create_snapshot(deepseek, "after the bash turn")
+    _archive_once(settings, repo)  # snapshot 1 is archived (tagged); the later ones stay pending
     relay = _relay_to_codex(service, deepseek)
     back = service.create_snapshot(relay, "hand back")
     service.load_snapshot(back.snapshot_id, {"title": "Back in Claude Code", "agent_source": "claude-code"})
@@ -154,8 +165,9 @@ def seed(service: Service) -> Seeded:
 
 
 @pytest.fixture
-def ui(settings: Settings, owner_db: Database, service: Service, make_token) -> Iterator[tuple[Server, str, Seeded]]:
-    seeded = seed(service)
+def ui(settings: Settings, owner_db: Database, service: Service, make_token,
+       tmp_path: Path) -> Iterator[tuple[Server, str, Seeded]]:
+    seeded = seed(service, settings, tmp_path / "archive")
     token = make_token("ui", ["shop"], read_only=True).token
     registry = TokenRegistry(settings, owner_db.dsn(), lambda s: build(s, application_name="mcp-memory ui-test"),
                              recheck_seconds=0)
@@ -208,10 +220,15 @@ def test_every_page_renders_imported_sessions(ui, browser: Browser, tmp_path: Pa
     browser.open(f"{server.url}/ui/sessions/{s.deepseek}#seq-3")
     dom = browser.dom()
     assert "echo TERMINAL_OK" in dom and "tool call" in dom and "thinking" in dom
-    assert "snapshot 1" in dom and "archive: pending" in dom and 'id="seq-3"' in dom
+    assert "snapshot 1" in dom and "archived: tag snapshot-1" in dom and 'id="seq-3"' in dom
     assert browser.evaluate("document.querySelectorAll('details:not([open])').length") >= 3  # collapsed
     assert "No message queue for the order module" in dom  # the decision at its turn
     shot(browser, tmp_path, "session")
+
+    browser.open(f"{server.url}/ui/sessions/{s.chat}")
+    text = browser.evaluate("document.querySelector('ol.timeline').innerText")
+    assert "What is in a.txt and b.txt?" in text and "[image_url]" in text and "Read both files" not in text
+    assert browser.evaluate("document.querySelectorAll('details.tool-call').length") == 2
 
     browser.open(f"{server.url}/ui/sessions/{s.relay}")
     assert browser.evaluate("document.querySelectorAll('li.msg.inherited').length") == 5
@@ -237,7 +254,7 @@ def test_every_page_renders_imported_sessions(ui, browser: Browser, tmp_path: Pa
 
     browser.open(f"{server.url}/ui/health")
     tiles = browser.evaluate("[...document.querySelectorAll('.tile')].map(t => t.textContent)")
-    assert "Archive queue" in tiles[0] and "pending: 2" in tiles[0]
+    assert "Archive queue" in tiles[0] and "pending: 1" in tiles[0] and "done: 1" in tiles[0]
     assert str(migrate.latest_version()) in tiles[3] and "up to date" in tiles[3]
     shot(browser, tmp_path, "health")
 
@@ -295,3 +312,20 @@ def test_sign_in_checks_origin_token_and_sets_a_strict_cookie(ui) -> None:
     assert page.headers["x-content-type-options"] == "nosniff"
     assert fetch(f"{server.url}/ui/sign-out", data={}, origin="http://evil.example").status == 403
     assert fetch(f"{server.url}/ui/health", cookie="mmt.nobody." + "x" * 43).status == 303
+
+
+def test_a_long_session_is_paged_and_deep_links_land_on_their_page(ui, service: Service) -> None:
+    server, token, _ = ui
+    sid = service.create_session("shop", {"title": "Long"}).session_id
+    service.append_messages(sid, [{"role": "user", "content": f"line {i} marker{i}x"} for i in range(1, 251)])
+    first = fetch(f"{server.url}/ui/sessions/{sid}", cookie=token).text
+    assert 'id="seq-1"' in first and 'id="seq-100"' in first and 'id="seq-101"' not in first
+    assert "?after_seq=100" in first and "?after_seq=200" in first  # newer, last
+    service.reindex_search()
+    found = fetch(f"{server.url}/ui/?q=marker150x", cookie=token).text
+    link = f"/ui/sessions/{sid}?after_seq=100#seq-150"
+    assert link in found
+    page = fetch(server.url + link.split("#")[0], cookie=token).text
+    assert 'id="seq-150"' in page and 'id="seq-101"' in page and 'id="seq-201"' not in page
+    assert fetch(f"{server.url}/ui/sessions/{sid}?after_seq=-1", cookie=token).status == 400
+    assert fetch(f"{server.url}/ui/decisions?status=maybe", cookie=token).status == 400

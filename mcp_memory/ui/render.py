@@ -83,6 +83,8 @@ class MessageView:
 
 
 def _part(part: Any, as_markdown: bool) -> Part:
+    if hasattr(part, "model_dump"):  # a ContentPart of the neutral schema
+        part = part.model_dump(exclude_none=True)
     if not isinstance(part, dict):
         return Part("text", plain(str(part)))
     kind = part.get("type")
