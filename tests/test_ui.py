@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import uvicorn
+from test_ui_support import Browser, distinct_colours, needs_chromium
 
 from mcp_memory.adapters import get
 from mcp_memory.adapters.base import NeutralSession
@@ -28,7 +29,6 @@ from mcp_memory.http.auth import TokenRegistry
 from mcp_memory.models import MessageIn
 from mcp_memory.store import migrate
 from mcp_memory.store.db import Database
-from test_ui_support import Browser, distinct_colours, needs_chromium
 
 pytest_plugins = ["test_security_support"]
 
@@ -39,8 +39,8 @@ SECRET = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 HOSTILE = [
     "<script>document.title='PWNED'</script> plain words after the script",
     "<img src=x onerror=\"document.body.insertAdjacentHTML('beforeend','<b id=pwned>PWNED</b>')\">",
-    "[click me](javascript:document.title='PWNED') and [again](JaVaScRiPt:alert(1)) "
-    "and ![pic](javascript:alert(1)) <a href=\"javascript:alert(1)\">raw</a>",
+    ("[click me](javascript:document.title='PWNED') and [again](JaVaScRiPt:alert(1)) "
+     "and ![pic](javascript:alert(1)) <a href=\"javascript:alert(1)\">raw</a>"),
     "**bold** and a [safe link](https://example.org/docs)",
 ]
 
@@ -52,7 +52,7 @@ class Server:
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error", lifespan="on"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
-    def __enter__(self) -> Server:
+    def __enter__(self) -> Server:  # noqa: PYI034 - not subclassed
         self.thread.start()
         deadline = time.monotonic() + 10
         while not self.server.started:

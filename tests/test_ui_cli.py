@@ -40,7 +40,7 @@ def test_ui_command_serves_the_pages_on_loopback(fresh_db: str, profile: dict[st
         assert reply.status == 303 and reply.headers["location"].startswith("/ui/sign-in")
         page = fetch(f"{base}/ui/sign-in")
         assert page.status == 200 and "mcp-memory token create" in page.text
-        again = subprocess.run(argv, env=profile, capture_output=True, text=True, timeout=60)
+        again = subprocess.run(argv, check=False, env=profile, capture_output=True, text=True, timeout=60)
         assert again.returncode == 0 and f"review pages: {base}/ui/" in again.stderr
     finally:
         os.kill(proc.pid, signal.SIGINT)

@@ -28,12 +28,10 @@ class Browser:
         args = [CHROMIUM or "chromium", "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
                 "--disable-extensions", "--disable-background-networking", "--remote-debugging-pipe",
                 f"--user-data-dir={profile}", f"--window-size={width},{height}", "about:blank"]
-        def remap() -> None:  # in the child: the protocol's fds 3 (commands in) and 4 (replies out)
-            os.dup2(to_child_r, 3)
-            os.dup2(from_child_w, 4)
-
-        # close_fds=False keeps 3 and 4 (dup2 makes them inheritable; Python's own fds close on exec)
-        self.proc = subprocess.Popen(args, preexec_fn=remap, close_fds=False,
+        # the protocol's fds are 3 (commands in) and 4 (replies out): bash moves our pipes there
+        # (no preexec_fn: the tests run uvicorn threads in this process)
+        remap = f'exec 3<&{to_child_r} 4>&{from_child_w} {to_child_r}<&- {from_child_w}>&-; exec "$0" "$@"'
+        self.proc = subprocess.Popen(["bash", "-c", remap, *args], pass_fds=(to_child_r, from_child_w),
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         os.close(to_child_r)
         os.close(from_child_w)

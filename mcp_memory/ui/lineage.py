@@ -67,6 +67,6 @@ def svg(graph: list[Node]) -> Markup:
     edges = [_edge(by_id[n.parent_session_id], n) for n in graph if n.parent_session_id in by_id]
     boxes = [_box(n) for n in graph]
     body = "".join(edges + boxes)
-    return Markup(  # noqa: S704 - numbers and escaped text only
+    return Markup(  # numbers and escaped text only
         f'<svg class="lineage" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" role="img" aria-label="lineage graph">{body}</svg>')

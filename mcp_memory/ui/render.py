@@ -32,17 +32,17 @@ def markdown(text: str) -> Markup:
     """Sanitized HTML of Markdown text (raw HTML shown as text, script URLs dropped)."""
     html = nh3.clean(_MD.render(text), tags=_TAGS, attributes=_ATTRIBUTES, url_schemes=_SCHEMES,
                      link_rel="noopener noreferrer nofollow")
-    return Markup(_mark_redactions(html))  # noqa: S704 - nh3's output, then fixed markup only
+    return Markup(_mark_redactions(html))  # nh3's output, then fixed markup only
 
 
 def plain(text: str) -> Markup:
     """Escaped text with redaction markers marked up (tool arguments and results)."""
-    return Markup(_mark_redactions(str(escape(text))))  # noqa: S704 - escaped first
+    return Markup(_mark_redactions(str(escape(text))))  # escaped first
 
 
 def snippet(text: str) -> Markup:
     """A search snippet: escaped, with the search's **highlights** as <mark>."""
-    return Markup(_HIGHLIGHT.sub(r"<mark>\1</mark>", str(plain(text))))  # noqa: S704 - escaped first
+    return Markup(_HIGHLIGHT.sub(r"<mark>\1</mark>", str(plain(text))))  # escaped first
 
 
 def pretty_json(arguments: Any) -> str:
