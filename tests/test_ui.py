@@ -295,6 +295,20 @@ def test_a_token_for_one_project_sees_nothing_of_another(ui) -> None:
     assert "Bank keeps" not in fetch(f"{base}/ui/decisions?project=bank", cookie=token).text
 
 
+def test_session_filters(ui) -> None:
+    server, token, s = ui
+    base = f"{server.url}/ui/"
+    only_codex = fetch(f"{base}?agent=codex", cookie=token).text
+    assert s.relay in only_codex and s.deepseek not in only_codex.replace(f"/ui/sessions/{s.relay}", "")
+    # the DeepSeek log's last turn is dated 2026-07-06 (its own time, kept by the import)
+    day = fetch(f"{base}?since=2026-07-06&until=2026-07-07", cookie=token).text
+    assert f"/ui/sessions/{s.deepseek}" in day and f"/ui/sessions/{s.hostile}" not in day
+    later = fetch(f"{base}?since=2026-07-07", cookie=token).text
+    assert f"/ui/sessions/{s.deepseek}\"" not in later and f"/ui/sessions/{s.hostile}" in later
+    assert fetch(f"{base}?since=yesterday-ish", cookie=token).status == 400
+    assert fetch(f"{server.url}/ui", cookie=token).status in (301, 302, 303, 307, 308)
+
+
 def test_sign_in_checks_origin_token_and_sets_a_strict_cookie(ui) -> None:
     server, token, _ = ui
     url = f"{server.url}/ui/sign-in"
