@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import psycopg
 import pytest
 import uvicorn
 from test_ui_support import Browser, distinct_colours, needs_chromium
@@ -102,6 +103,7 @@ class Seeded:
     chat: str
     hostile: str
     other: str
+    forged: str
 
 
 def _import(service: Service, agent: str, path: Path, project: str) -> str:
@@ -142,13 +144,25 @@ def _archive_once(settings: Settings, repo: Path) -> None:
         summary = Archiver(db, ArchiverOptions.resolve(settings, repo=str(repo))).run(once=True)
     finally:
         db.close()
-    assert summary.done == 1, summary
+    assert summary.done == 1 and summary.failed == 1, summary
+
+
+def _forged(service: Service, settings: Settings) -> str:
+    """A session whose stored row no longer hashes to its payload: its export job fails."""
+    sid = service.create_session("shop", {"title": "Forged turn", "agent_source": "gemini"}).session_id
+    service.append_messages(sid, [{"role": "user", "content": "one"}, {"role": "assistant", "content": "two"}])
+    with psycopg.connect(settings.dsn) as conn:  # the owner changes a payload behind the write functions
+        conn.execute("UPDATE messages SET payload = jsonb_set(payload, '{content}', '\"forged\"') "
+                     "WHERE session_id = %s AND seq = 2", (sid,))
+    service.create_snapshot(sid, "after the forgery")
+    return sid
 
 
 def seed(service: Service, settings: Settings, repo: Path) -> Seeded:
     deepseek = _import(service, "deepseek-harness", DEEPSEEK, "shop")
     service.create_snapshot(deepseek, "after the bash turn")
-    _archive_once(settings, repo)  # snapshot 1 is archived (tagged); the later ones stay pending
+    forged = _forged(service, settings)
+    _archive_once(settings, repo)  # snapshot 1 is archived (tagged), 2 failed; the later ones stay pending
     relay = _relay_to_codex(service, deepseek)
     back = service.create_snapshot(relay, "hand back")
     service.load_snapshot(back.snapshot_id, {"title": "Back in Claude Code", "agent_source": "claude-code"})
@@ -161,7 +175,7 @@ def seed(service: Service, settings: Settings, repo: Path) -> Seeded:
     service.append_messages(other, [{"role": "user", "content": "zanzibarword ledger for bank"}])
     service.record_decision(other, "security", "Bank keeps ledgers encrypted", rationale="zanzibarword")
     service.reindex_search()
-    return Seeded(deepseek, relay, chat, hostile, other)
+    return Seeded(deepseek, relay, chat, hostile, other, forged)
 
 
 @pytest.fixture
@@ -225,6 +239,9 @@ def test_every_page_renders_imported_sessions(ui, browser: Browser, tmp_path: Pa
     assert "No message queue for the order module" in dom  # the decision at its turn
     shot(browser, tmp_path, "session")
 
+    browser.open(f"{server.url}/ui/sessions/{s.forged}")
+    assert "archive failed:" in browser.dom() and "payload_hash" in browser.dom()
+
     browser.open(f"{server.url}/ui/sessions/{s.chat}")
     text = browser.evaluate("document.querySelector('ol.timeline').innerText")
     assert "What is in a.txt and b.txt?" in text and "[image_url]" in text and "Read both files" not in text
@@ -255,6 +272,9 @@ def test_every_page_renders_imported_sessions(ui, browser: Browser, tmp_path: Pa
     browser.open(f"{server.url}/ui/health")
     tiles = browser.evaluate("[...document.querySelectorAll('.tile')].map(t => t.textContent)")
     assert "Archive queue" in tiles[0] and "pending: 1" in tiles[0] and "done: 1" in tiles[0]
+    assert "failed: 1" in tiles[0]
+    failed = browser.evaluate("[...document.querySelectorAll('table.sessions tbody tr')].map(r => r.innerText)")
+    assert len(failed) == 1 and s.forged in failed[0] and "payload_hash" in failed[0]
     assert str(migrate.latest_version()) in tiles[3] and "up to date" in tiles[3]
     shot(browser, tmp_path, "health")
 
