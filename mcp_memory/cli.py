@@ -75,9 +75,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def _command_modules() -> list:
     """Command groups that register their own sub-commands (add_parsers) and handlers (handlers)."""
-    from .commands import agents, archive, embed, memory, security
+    from .commands import agents, archive, embed, memory, security, ui
 
-    return [agents, archive, embed, memory, security]
+    return [agents, archive, embed, memory, security, ui]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

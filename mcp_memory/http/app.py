@@ -14,9 +14,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 
 from ..errors import Invalid, McpMemoryError, Unavailable
+from ..ui.app import create_ui
 from .auth import TokenRegistry, bearer
 from .errors import RateLimited, TooLarge, error_response, internal_error
 from .mcp_mount import McpMount
@@ -120,7 +121,7 @@ def create_app(registry: TokenRegistry, options: HttpOptions | None = None) -> S
     gate = Gate(registry, RateLimiter(options.rate_limit, options.burst))
     mcp = McpMount(gate, host=options.host)
     routes = [Route("/openapi.json", _openapi, methods=["GET"]), Route("/healthz", _healthz, methods=["GET"]),
-              Route("/mcp", mcp, methods=["GET", "POST", "DELETE"])]
+              Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]), Mount("/ui", create_ui(gate))]
     for endpoint in ENDPOINTS:
         routes.append(Route(endpoint.path, _handler(gate, endpoint, options), methods=list(endpoint.methods),
                             name=endpoint.name))

@@ -1,0 +1,65 @@
+"""`mcp-memory ui`: open the review pages (/ui) in the browser, serving them on loopback first
+unless a `serve-http` of this profile already answers on that port."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+import webbrowser
+from collections.abc import Callable
+from typing import Any
+
+from ..config import Settings
+
+WAIT_SECONDS = 30.0
+
+
+def add_parsers(sub: Any) -> None:
+    ui = sub.add_parser(
+        "ui", help="open the read-only review pages in the browser (serves them on loopback if needed)",
+        description="Example: mcp-memory ui --port 8765  (sign in with a token from `mcp-memory token create`)")
+    ui.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1; another one "
+                    "needs at least one token)")
+    ui.add_argument("--port", type=int, default=8765)
+    ui.add_argument("--no-browser", action="store_true", help="only serve and print the address")
+
+
+def handlers() -> dict[str, Callable[..., int]]:
+    return {"ui": run}
+
+
+def answers(base: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{base}/healthz", timeout=1) as reply:
+            return reply.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def _open_when_up(base: str, open_browser: bool) -> None:
+    deadline = time.monotonic() + WAIT_SECONDS
+    while time.monotonic() < deadline:
+        if answers(base):
+            print(f"review pages: {base}/ui/", file=sys.stderr)
+            if open_browser:
+                webbrowser.open(f"{base}/ui/")
+            return
+        time.sleep(0.2)
+
+
+def run(settings: Settings, args: argparse.Namespace) -> int:
+    from ..http.server import serve
+
+    shown = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
+    base = f"http://{shown}:{args.port}" if ":" not in shown else f"http://[{shown}]:{args.port}"
+    if answers(base):
+        _open_when_up(base, not args.no_browser)
+        return 0
+    print("sign in with a token: mcp-memory token create --name ui --project P --read-only", file=sys.stderr)
+    threading.Thread(target=_open_when_up, args=(base, not args.no_browser), daemon=True).start()
+    serve(settings, host=args.host, port=args.port)
+    return 0

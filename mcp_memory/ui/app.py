@@ -1,0 +1,137 @@
+"""The read-only review pages at /ui (Starlette + Jinja2, server-rendered, no script).
+
+Every page runs as the signed-in token's database role (the REST gate, mcp_memory/http/app.py), so
+row-level security decides what it shows. Content is escaped by Jinja2's autoescape, Markdown is
+sanitized (render.py), and every response carries a strict Content-Security-Policy."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..core.service import Service
+from ..errors import McpMemoryError
+from ..http.errors import status_of
+from ..security.tokens import Unauthorized
+from . import auth, pages
+
+if TYPE_CHECKING:
+    from ..http.app import Gate
+
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; font-src 'self'; "
+       "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+HEADERS = {"content-security-policy": CSP, "x-content-type-options": "nosniff", "referrer-policy": "same-origin",
+           "x-frame-options": "DENY", "cache-control": "no-store", "cross-origin-opener-policy": "same-origin"}
+STATIC = Path(__file__).parent / "static"
+
+_env = Environment(loader=PackageLoader("mcp_memory.ui", "templates"), autoescape=select_autoescape(default=True),
+                   trim_blocks=True, lstrip_blocks=True)
+
+
+class SecurityHeaders:
+    """Adds HEADERS to every response of the UI (pages, errors, static files)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                present = {k.lower() for k, _ in message.get("headers", [])}
+                extra = [(k.encode(), v.encode()) for k, v in HEADERS.items() if k.encode() not in present]
+                message["headers"] = list(message.get("headers", [])) + extra
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def html(template: str, status: int = 200, **context: Any) -> HTMLResponse:
+    return HTMLResponse(_env.get_template(template).render(**context), status_code=status)
+
+
+def _sign_in_redirect(request: Request) -> Response:
+    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    response = RedirectResponse(f"/ui/sign-in?next={auth.safe_next(target)}", status_code=303)
+    auth.clear_cookie(response)
+    return response
+
+
+PageData = Callable[[Service, Request], dict[str, Any]]
+
+
+def page(gate: Gate, template: str, data: PageData, nav: str) -> Callable[[Request], Any]:
+    async def handle(request: Request) -> Response:
+        token = auth.token_of(request)
+        if token is None:
+            return _sign_in_redirect(request)
+        try:
+            service = await run_in_threadpool(auth.service_for, gate, token)
+            context = await run_in_threadpool(data, service, request)
+        except Unauthorized:
+            return _sign_in_redirect(request)
+        except McpMemoryError as exc:
+            return html("error.html", status_of(exc), error=exc, nav=nav)
+        return html(template, nav=nav, **context)
+
+    return handle
+
+
+async def sign_in(request: Request, gate: Gate) -> Response:
+    next_url = auth.safe_next(request.query_params.get("next"))
+    if request.method == "GET":
+        return html("sign_in.html", next=next_url, error=None, nav="sign-in")
+    if not auth.same_origin(request):
+        return html("sign_in.html", 403, next=next_url, error="this form must be sent from this page (Origin)",
+                    nav="sign-in")
+    try:
+        fields = await auth.form(request)
+        token = fields.get("token", "").strip()
+        await run_in_threadpool(auth.service_for, gate, token)
+    except McpMemoryError as exc:
+        return html("sign_in.html", status_of(exc), next=next_url, error=str(exc), nav="sign-in")
+    response = RedirectResponse(auth.safe_next(fields.get("next")), status_code=303)
+    auth.set_cookie(response, request, token)
+    return response
+
+
+async def sign_out(request: Request) -> Response:
+    if not auth.same_origin(request):
+        return html("error.html", 403, error="sign-out must be sent from this page (Origin)", nav="")
+    response = RedirectResponse("/ui/sign-in", status_code=303)
+    auth.clear_cookie(response)
+    return response
+
+
+def create_ui(gate: Gate) -> ASGIApp:
+    def query(request: Request) -> dict[str, str]:
+        return dict(request.query_params)
+
+    def sid(request: Request) -> str:
+        return str(request.path_params["session_id"])
+
+    async def signing_in(request: Request) -> Response:
+        return await sign_in(request, gate)
+
+    routes = [
+        Route("/", page(gate, "sessions.html", lambda s, r: pages.sessions_page(s, query(r)), "sessions")),
+        Route("/sessions/{session_id}", page(gate, "session.html",
+                                             lambda s, r: pages.session_page(s, sid(r), query(r)), "sessions")),
+        Route("/sessions/{session_id}/lineage", page(gate, "lineage.html",
+                                                     lambda s, r: pages.lineage_page(s, sid(r)), "sessions")),
+        Route("/decisions", page(gate, "decisions.html", lambda s, r: pages.decisions_page(s, query(r)), "decisions")),
+        Route("/health", page(gate, "health.html", lambda s, r: pages.health_page(s), "health")),
+        Route("/sign-in", signing_in, methods=["GET", "POST"]),
+        Route("/sign-out", sign_out, methods=["POST"]),
+        Mount("/static", StaticFiles(directory=STATIC)),
+    ]
+    return SecurityHeaders(Starlette(routes=routes))

@@ -1,0 +1,119 @@
+"""The data of each review page, read through the token's core service and the UI store (read only)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.search import check_time
+from ..core.service import Service
+from ..errors import Invalid
+from ..store import migrate, ui_repo
+from . import lineage, render
+
+PAGE = 100  # messages per session page
+STATUSES = ("proposed", "accepted", "rejected", "superseded")
+MODES = ("fts", "semantic", "hybrid")
+
+
+def _text(query: dict[str, str], name: str, limit: int = 200) -> str | None:
+    value = (query.get(name) or "").strip()
+    if len(value) > limit:
+        raise Invalid(f"{name} must be at most {limit} characters")
+    return value or None
+
+
+def _int(query: dict[str, str], name: str, default: int = 0) -> int:
+    value = query.get(name) or ""
+    if not value:
+        return default
+    if not value.isdigit() or len(value) > 18:
+        raise Invalid(f"{name} must be an integer ≥ 0")
+    return int(value)
+
+
+def page_start(seq: int) -> int:
+    """The after_seq of the page that shows `seq` (links to #seq-N land on the right page)."""
+    return max(seq - 1, 0) // PAGE * PAGE
+
+
+def sessions_page(service: Service, query: dict[str, str]) -> dict[str, Any]:
+    filters = {"project_id": _text(query, "project"), "agent_source": _text(query, "agent")}
+    offset = _int(query, "offset")
+    listing = ui_repo.SessionFilter(**filters, host=_text(query, "host"), since=check_time(query.get("since"), "since"),
+                                    until=check_time(query.get("until"), "until"), limit=50, offset=offset)
+    rows, facets = ui_repo.sessions(service.db, listing)
+    result: dict[str, Any] = {"rows": rows, "facets": facets, "query": query, "offset": offset,
+                              "more": len(rows) == listing.limit, "search": None}
+    text = _text(query, "q", 500)
+    if text:
+        mode = _text(query, "mode")
+        if mode is not None and mode not in MODES:
+            raise Invalid(f"mode must be one of {', '.join(MODES)}")
+        found = service.search_messages(text, mode=mode, limit=50, **{k: v for k, v in filters.items() if v})
+        result["search"] = {"mode": found.mode, "note": found.note, "matches": [
+            {**m.model_dump(), "html": render.snippet(m.snippet), "start": page_start(m.seq)} for m in found.matches]}
+    return result
+
+
+@dataclass
+class Marker:
+    snapshot_id: int
+    up_to_seq: int
+    commit_msg: str
+    archive: str
+
+
+def _marker(row: dict[str, Any]) -> Marker:
+    status = row["job_status"]
+    if status == "done":
+        archive = f"archived: tag snapshot-{row['snapshot_id']}"
+    elif status == "failed":
+        archive = f"archive failed: {row['last_error'] or 'no error recorded'}"
+    else:
+        archive = f"archive: {status or 'no export job'}"
+    return Marker(row["snapshot_id"], row["up_to_seq"], row["commit_msg"], archive)
+
+
+def session_page(service: Service, session_id: str, query: dict[str, str]) -> dict[str, Any]:
+    session = service.get_session(session_id)
+    after = _int(query, "after_seq")
+    page = service.read_session(session_id, after_seq=after, limit=PAGE)
+    markers: dict[int, list[Marker]] = {}
+    for row in ui_repo.snapshots(service.db, session_id):
+        markers.setdefault(row["up_to_seq"], []).append(_marker(row))
+    decisions = service.search_decisions(session_id=session_id, limit=100).decisions
+    by_seq: dict[int, list[Any]] = {}
+    for d in decisions:
+        if d.message_seq is not None:
+            by_seq.setdefault(d.message_seq, []).append(d)
+    return {"session": session, "messages": [render.message_view(m) for m in page.messages], "markers": markers,
+            "decisions": by_seq, "after": after, "older": max(after - PAGE, 0) if after > 0 else None,
+            "newer": page.next_after_seq if page.has_more else None, "last_page": page_start(session.last_seq),
+            "page_size": PAGE}
+
+
+def lineage_page(service: Service, session_id: str) -> dict[str, Any]:
+    session = service.get_session(session_id)
+    graph = lineage.nodes(ui_repo.lineage(service.db, session_id), session_id)
+    return {"session": session, "graph": graph, "svg": lineage.svg(graph)}
+
+
+def decisions_page(service: Service, query: dict[str, str]) -> dict[str, Any]:
+    status = _text(query, "status")
+    if status is not None and status not in STATUSES:
+        raise Invalid(f"status must be one of {', '.join(STATUSES)}")
+    found = service.search_decisions(_text(query, "q", 500), status=status, decision_type=_text(query, "type"),
+                                     project_id=_text(query, "project"), agent_source=_text(query, "agent"),
+                                     limit=100).decisions
+    by_id = {d.decision_id: d for d in found}
+    columns = {s: [d for d in found if d.status == s] for s in STATUSES if status in (None, s)}
+    return {"columns": columns, "by_id": by_id, "query": query, "count": len(found),
+            "start": {d.decision_id: page_start(d.message_seq or 1) for d in found}}
+
+
+def health_page(service: Service) -> dict[str, Any]:
+    health = ui_repo.health(service.db)
+    embeddings = service.embedding_status()
+    return {"health": health, "embeddings": embeddings, "latest": migrate.latest_version(),
+            "semantic_off": service.semantic_unavailable()}
