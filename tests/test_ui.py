@@ -16,10 +16,10 @@ from pathlib import Path
 import psycopg
 import pytest
 import uvicorn
-from mcp_memory.adapters import get
-from mcp_memory.adapters.base import NeutralSession
 from test_ui_support import Browser, distinct_colours, needs_chromium
 
+from mcp_memory.agents import adapter_for
+from mcp_memory.agents.base import NeutralSession
 from mcp_memory.app import build
 from mcp_memory.archive.daemon import Archiver, ArchiverOptions
 from mcp_memory.config import Settings
@@ -107,7 +107,7 @@ class Seeded:
 
 
 def _import(service: Service, agent: str, path: Path, project: str) -> str:
-    (result,) = store_sessions(service, get(agent).read([path]), project_id=project)
+    (result,) = store_sessions(service, adapter_for(agent).read([path]), project_id=project)
     assert result.error is None, result.error
     return result.session_id
 
