@@ -22,6 +22,8 @@ from .models import DEFAULT_MAX_MESSAGE_BYTES
 APP = "mcp-memory"
 KEYRING_SERVICE = "mcp-memory"
 
+DEFAULT_MAX_REQUEST_BYTES = 32 * 1024 * 1024  # as REST's http.max_body_bytes
+
 DsnSource = Literal["flag", "env", "config", "embedded"]
 
 
@@ -37,6 +39,7 @@ class Settings:
     connect_timeout: float = 5.0
     auto_migrate: bool = True
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES  # [limits]: one stdio request, refused before parsing
     password: str | None = None  # from env or keyring, never logged
     archive: dict[str, Any] = field(default_factory=dict)
     pgbouncer: bool = False  # [database] pgbouncer: no prepared statements (transaction pooling)
@@ -109,6 +112,7 @@ def load_settings(*, dsn: str | None = None, environ: Mapping[str, str] | None =
         connect_timeout=float(database.get("connect_timeout", 5.0)),
         auto_migrate=bool(database.get("auto_migrate", True)),
         max_message_bytes=_int(limits, "max_message_bytes", DEFAULT_MAX_MESSAGE_BYTES, minimum=1024),
+        max_request_bytes=_int(limits, "max_request_bytes", DEFAULT_MAX_REQUEST_BYTES, minimum=1024),
         password=environ.get("MCP_MEMORY_PASSWORD") or None,
         archive=_section(raw, "archive"),
         pgbouncer=_bool(database, "pgbouncer", False),
