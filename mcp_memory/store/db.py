@@ -46,7 +46,7 @@ class Database:
         if self._dsn is None:
             if self.settings.embedded:
                 base = embedded.ensure_running(self.settings.embedded_dir, allow_root=self.settings.embedded_as_root,
-                                               automatic=True)
+                                               automatic=True, connect_timeout=self.settings.connect_timeout)
             else:
                 base = self.settings.dsn or ""
             self._dsn = with_password(base, self.settings.password, fallback_file=self.settings.credentials_file)

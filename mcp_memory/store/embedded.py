@@ -79,7 +79,8 @@ def status(pgdir: Path) -> EmbeddedStatus:
     )
 
 
-def ensure_running(pgdir: Path, *, allow_root: bool = False, automatic: bool = False) -> str:
+def ensure_running(pgdir: Path, *, allow_root: bool = False, automatic: bool = False,
+                   connect_timeout: float = 5.0) -> str:
     """Start (or attach to) the embedded server; return a URI to its `mcp_memory` database.
     `automatic`: a reconnect of a running process, which does not undo a `db stop`."""
     info = _running_info(pgdir)
@@ -98,7 +99,7 @@ def ensure_running(pgdir: Path, *, allow_root: bool = False, automatic: bool = F
                 _stop_marker(pgdir).unlink(missing_ok=True)
     _attached.setdefault(pgdir, time.time())
     uri = info.get_uri(database=DATABASE)
-    _ensure_database(info.get_uri(database="postgres"))
+    _ensure_database(info.get_uri(database="postgres"), connect_timeout)
     return uri
 
 
@@ -221,8 +222,10 @@ def _pg(bin_path: Path, command: str, *args: str, user: pwd.struct_passwd | None
     pgexec(command, args, bin_path=bin_path, user=user.pw_name if user else None, timeout=timeout)
 
 
-def _ensure_database(admin_uri: str) -> None:
-    with psycopg.connect(admin_uri, autocommit=True, connect_timeout=5) as conn, WATCHDOG.guard(conn, 10):
+def _ensure_database(admin_uri: str, connect_timeout: float) -> None:
+    timeout = max(1, int(connect_timeout))
+    with psycopg.connect(admin_uri, autocommit=True, connect_timeout=timeout) as conn, \
+            WATCHDOG.guard(conn, 2 * timeout):
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,)).fetchone()
         if exists:
             return
