@@ -191,3 +191,29 @@ def test_db_stop_keeps_attached_processes_from_restarting(scratch_home) -> None:
         assert embedded.status(settings.embedded_dir).running
     finally:
         service.db.close()
+
+
+def test_doctor_warns_when_connections_run_low(settings, profile, admin_dsn) -> None:
+    env = {**profile, "MCP_MEMORY_DSN": settings.dsn}
+
+    def doctor() -> dict:
+        done = subprocess.run([sys.executable, "-m", "mcp_memory", "doctor", "--json"], env=env,
+                              capture_output=True, text=True, timeout=120)
+        return {c["name"]: c for c in json.loads(done.stdout)["checks"]}
+
+    quiet = doctor()["connections"]
+    assert quiet["ok"] and "usable connection slots" in quiet["detail"]
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        max_connections = int(conn.execute("SHOW max_connections").fetchone()[0])
+        reserved = int(conn.execute("SHOW superuser_reserved_connections").fetchone()[0])
+        used = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'").fetchone()[0]
+    extra = int(0.85 * (max_connections - reserved)) - used
+    if extra > 150:
+        pytest.skip(f"max_connections={max_connections}: too many connections to open for the warning")
+    held = [psycopg.connect(settings.dsn, application_name="mm-filler") for _ in range(max(0, extra))]
+    try:
+        low = doctor()["connections"]
+    finally:
+        for conn in held:
+            conn.close()
+    assert low["ok"] and low["warning"] and "running low" in low["detail"] and "mm-filler" in low["detail"]
