@@ -154,3 +154,50 @@ def test_bad_text_names_keys_and_items() -> None:
     assert jsoncheck.bad_text({"m": [{"k": "ok"}, {"k": "\udc00"}]}, []).startswith("m[1].k: holds a lone")
     assert jsoncheck.bad_text({"message": {"content": "a\x00b"}}, [], nul_ok=frozenset({"message"})) is None
     assert jsoncheck.bad_text({"meta": {"t": "a\x00b"}}, [], nul_ok=frozenset({"message"})).startswith("meta.t:")
+
+
+# -- property tests: hypothesis with the depth raised (thousands of levels), lone surrogates, NUL ----------
+
+from hypothesis import HealthCheck, given  # noqa: E402
+from hypothesis import settings as hsettings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from mcp_memory.mcp import wire  # noqa: E402
+
+HOSTILE_TEXT = st.text(st.characters(min_codepoint=0, max_codepoint=0xDFFF), max_size=8)
+LEAVES = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | HOSTILE_TEXT
+JSON_VALUES = st.recursive(LEAVES, lambda inner: st.lists(inner, max_size=3)
+                           | st.dictionaries(HOSTILE_TEXT, inner, max_size=3), max_leaves=12)
+DEEP = hsettings(max_examples=40, deadline=None, database=None, derandomize=True,
+                 suppress_health_check=list(HealthCheck))
+
+
+def _nest(value, depth: int, kind: str):
+    text = json.dumps(value)  # ensure_ascii: lone surrogates travel as \\udXXX escapes
+    return ("[" * depth + text + "]" * depth) if kind == "list" else ('{"k": ' * depth + text + "}" * depth)
+
+
+@DEEP
+@given(value=JSON_VALUES, depth=st.integers(0, 6000), kind=st.sampled_from(["list", "dict"]),
+       tool=st.sampled_from(["create_session", "append_message", "update_session_meta", "record_decision"]))
+def test_every_screened_tool_call_gets_an_answer(value, depth: int, kind: str, tool: str) -> None:
+    arguments = f'{{"session_id": "ses_x", "project_id": "p", "meta": {_nest(value, depth, kind)}}}'
+    line = _call(41, tool, arguments)
+    outcome = wire.screen(line, oversized=False, limit=10 * 1024 * 1024)
+    if isinstance(outcome, wire.SessionMessage):  # accepted: then it is valid JSON-RPC within the limits
+        assert depth <= jsoncheck.MAX_DEPTH
+        return
+    assert outcome is not None and outcome.id == 41
+    text = outcome.result["content"][0]["text"]
+    assert outcome.result["isError"] is True and text.startswith("[invalid] ")
+    assert "meta" in text or "request" in text
+
+
+@DEEP
+@given(value=JSON_VALUES, depth=st.integers(0, 6000), kind=st.sampled_from(["list", "dict"]))
+def test_every_screened_request_with_an_id_is_answered(value, depth: int, kind: str) -> None:
+    line = f'{{"jsonrpc": "2.0", "id": 7, "method": "ping", "params": {{"x": {_nest(value, depth, kind)}}}}}'
+    outcome = wire.screen(line.encode(), oversized=False, limit=10 * 1024 * 1024)
+    assert outcome is not None
+    if not isinstance(outcome, wire.SessionMessage):
+        assert outcome.id == 7 and outcome.error.message.startswith("[invalid] request")

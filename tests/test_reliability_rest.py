@@ -163,3 +163,30 @@ def test_hostile_requests_get_4xx(settings, owner_db, make_token, service) -> No
     assert "content" in cases["surrogate message"].body["error"]["message"]
     assert "since" in cases["since"].body["error"]["message"]
     assert json.dumps(cases["long id"].body)
+
+
+def test_hypothesis_deep_and_hostile_bodies_never_5xx(settings, owner_db, make_token, service) -> None:
+    from hypothesis import HealthCheck, given
+    from hypothesis import settings as hsettings
+    from hypothesis import strategies as st
+    from test_hostile_input import JSON_VALUES, _nest
+
+    sid = service.create_session("A", {"title": "a"}).session_id
+    token = make_token("deep", ["A"]).token
+    registry = _registry(settings, owner_db, _app_name(), recheck_seconds=60)
+    targets = [("POST", "/v1/sessions"), ("POST", f"/v1/sessions/{sid}/messages"), ("PATCH", f"/v1/sessions/{sid}"),
+               ("POST", "/v1/snapshots"), ("POST", "/v1/decisions")]
+    with Server(create_app(registry, HttpOptions(rate_limit=0, max_body_bytes=256 * 1024))) as server:
+        @hsettings(max_examples=40, deadline=None, database=None, derandomize=True,
+                   suppress_health_check=list(HealthCheck))
+        @given(value=JSON_VALUES, depth=st.integers(0, 6000), kind=st.sampled_from(["list", "dict"]),
+               target=st.sampled_from(targets), field=st.sampled_from(["meta", "content", "summary", "commit_msg"]))
+        def check(value, depth, kind, target, field) -> None:
+            body = f'{{"project_id": "A", "session_id": "{sid}", "role": "user", "decision_type": "t", ' \
+                   f'"{field}": {_nest(value, depth, kind)}}}'
+            reply = server.call(target[0], target[1], token=token, raw=body.encode())
+            assert reply.status < 500, (target, depth, reply.body)
+            if reply.status >= 400:
+                assert reply.body["error"]["code"] and reply.body["error"]["message"]
+
+        check()
