@@ -162,7 +162,7 @@ from hypothesis import HealthCheck, given  # noqa: E402
 from hypothesis import settings as hsettings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from mcp_memory.mcp import wire  # noqa: E402
+from mcp_memory.mcp import wire as stdio_wire  # noqa: E402
 
 HOSTILE_TEXT = st.text(st.characters(min_codepoint=0, max_codepoint=0xDFFF), max_size=8)
 LEAVES = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | HOSTILE_TEXT
@@ -183,8 +183,8 @@ def _nest(value, depth: int, kind: str):
 def test_every_screened_tool_call_gets_an_answer(value, depth: int, kind: str, tool: str) -> None:
     arguments = f'{{"session_id": "ses_x", "project_id": "p", "meta": {_nest(value, depth, kind)}}}'
     line = _call(41, tool, arguments)
-    outcome = wire.screen(line, oversized=False, limit=10 * 1024 * 1024)
-    if isinstance(outcome, wire.SessionMessage):  # accepted: then it is valid JSON-RPC within the limits
+    outcome = stdio_wire.screen(line, oversized=False, limit=10 * 1024 * 1024)
+    if isinstance(outcome, stdio_wire.SessionMessage):  # accepted: then it is valid JSON-RPC within the limits
         assert depth <= jsoncheck.MAX_DEPTH
         return
     assert outcome is not None and outcome.id == 41
@@ -197,7 +197,22 @@ def test_every_screened_tool_call_gets_an_answer(value, depth: int, kind: str, t
 @given(value=JSON_VALUES, depth=st.integers(0, 6000), kind=st.sampled_from(["list", "dict"]))
 def test_every_screened_request_with_an_id_is_answered(value, depth: int, kind: str) -> None:
     line = f'{{"jsonrpc": "2.0", "id": 7, "method": "ping", "params": {{"x": {_nest(value, depth, kind)}}}}}'
-    outcome = wire.screen(line.encode(), oversized=False, limit=10 * 1024 * 1024)
+    outcome = stdio_wire.screen(line.encode(), oversized=False, limit=10 * 1024 * 1024)
     assert outcome is not None
-    if not isinstance(outcome, wire.SessionMessage):
+    if not isinstance(outcome, stdio_wire.SessionMessage):
         assert outcome.id == 7 and outcome.error.message.startswith("[invalid] request")
+
+
+@pytest.mark.anyio
+async def test_in_memory_and_http_clients_get_nul_named_too(service) -> None:
+    from mcp import Client
+
+    from mcp_memory.mcp.server import build_server
+
+    async with Client(build_server(lambda: service), mode="legacy") as client:
+        bad = await client.call_tool("create_session", {"project_id": "p", "meta": {"title": "a\x00b"}})
+        assert bad.is_error and bad.content[0].text.startswith("[invalid] meta.title: holds U+0000")
+        sid = (await client.call_tool("create_session", {"project_id": "p"})).structured_content["session_id"]
+        fine = await client.call_tool("append_message", {"session_id": sid,
+                                                         "message": {"role": "user", "content": "a\x00b"}})
+        assert not fine.is_error  # message payloads keep their NUL replaced by the core

@@ -16,7 +16,7 @@ from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field, ValidationError
 
-from .. import __version__
+from .. import __version__, jsoncheck
 from ..errors import McpMemoryError
 from ..models import MessageIn, describe_validation_error
 from ..records import (
@@ -30,6 +30,9 @@ from ..records import (
     SnapshotCreated,
     SnapshotList,
 )
+
+# tool arguments whose strings may hold U+0000: message payloads, where the core replaces it
+NUL_CLEANED = frozenset({"message", "messages"})
 
 if TYPE_CHECKING:  # the server is built before the service: `serve` answers tools/list without psycopg
     from ..core.service import Service
@@ -59,6 +62,11 @@ class MemoryServer(MCPServer):
     """MCPServer whose argument-validation errors carry the `[invalid]` code and name the field."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        # on every transport (stdio screens its lines before, HTTP and in-memory clients do not):
+        # text PostgreSQL cannot hold is refused naming the field, not left to a driver error
+        problem = jsoncheck.bad_text(arguments, [], nul_ok=NUL_CLEANED) if isinstance(arguments, dict) else None
+        if problem:
+            raise ToolError(f"[invalid] {problem}")
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:

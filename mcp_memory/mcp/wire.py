@@ -27,14 +27,13 @@ from pydantic import ValidationError
 
 from .. import jsoncheck
 from ..errors import Invalid
+from .server import NUL_CLEANED
 
 PREFIX_BYTES = 64 * 1024  # what is kept of an oversized line, to answer its id
 _ID = re.compile(rb'"id"\s*:\s*(-?\d{1,30}|"[^"\\]{0,200}")')
 _METHOD = re.compile(rb'"method"\s*:\s*"([a-z/_]{1,64})"')
 INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
-# tool arguments whose strings may hold U+0000: message payloads, where the core replaces it
-NUL_CLEANED = frozenset({"message", "messages"})
 
 
 def read_line(stream: BinaryIO, limit: int) -> tuple[bytes, bool] | None:

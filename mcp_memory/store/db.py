@@ -131,13 +131,18 @@ class Database:
             pool.close(timeout=0)
 
     @contextmanager
-    def transaction(self) -> Iterator[psycopg.Connection]:
+    def transaction(self, *, bounded: bool = True) -> Iterator[psycopg.Connection]:
         """A pooled connection inside one transaction (committed on success, rolled back on error),
-        cut off when the whole call (commit included) takes longer than `call_timeout`."""
+        cut off when the whole call (commit included) takes longer than `call_timeout`. `bounded=False`
+        for bulk work an operator started (restore): no deadline, no statement or lock timeout."""
         armed: Armed | None = None
         try:
             with translate_errors(), self.pool().connection() as conn:
-                armed = WATCHDOG.arm(conn, self.settings.call_timeout)
+                if bounded:
+                    armed = WATCHDOG.arm(conn, self.settings.call_timeout)
+                else:
+                    conn.execute("SET LOCAL statement_timeout = 0")
+                    conn.execute("SET LOCAL lock_timeout = 0")
                 yield conn
         except Unavailable as exc:
             self.reset()

@@ -40,8 +40,8 @@ class RoleDatabase(Database):
         self.shared.reset()
 
     @contextmanager
-    def transaction(self) -> Iterator[psycopg.Connection]:
-        with self.shared.transaction() as conn:
+    def transaction(self, *, bounded: bool = True) -> Iterator[psycopg.Connection]:
+        with self.shared.transaction(bounded=bounded) as conn:
             self._set_role(conn, local=True)
             yield conn
 
