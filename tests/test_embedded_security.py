@@ -47,7 +47,7 @@ def test_private_socket_peer_auth_and_nothing_chmodded_outside(tmp_path) -> None
             if AS_ROOT and system_python.exists():  # another local user cannot even reach the socket
                 probe = (f"import socket; s = socket.socket(socket.AF_UNIX); "
                          f"s.connect({str(socket_dir / f'.s.PGSQL.{info.port}')!r})")
-                denied = subprocess.run([str(system_python), "-c", probe], user="nobody", capture_output=True, text=True,
+                denied = subprocess.run([str(system_python), "-c", probe], user="nobody", check=False, capture_output=True, text=True,
                                         timeout=30)
                 assert denied.returncode != 0 and "PermissionError" in denied.stderr
         finally:
@@ -62,7 +62,7 @@ def test_root_needs_the_explicit_opt_in(tmp_path) -> None:
         assert not (home / "pg" / "PG_VERSION").exists()
         env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_MEMORY_")}
         env["MCP_MEMORY_HOME"] = str(home)
-        refused = subprocess.run([sys.executable, "-m", "mcp_memory", "sessions"], env=env, capture_output=True,
+        refused = subprocess.run([sys.executable, "-m", "mcp_memory", "sessions"], env=env, check=False, capture_output=True,
                                  text=True, timeout=60)
         assert refused.returncode == 1 and "Traceback" not in refused.stderr
         assert "refusing to start the embedded PostgreSQL as root" in refused.stderr

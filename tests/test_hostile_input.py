@@ -158,11 +158,11 @@ def test_bad_text_names_keys_and_items() -> None:
 
 # -- property tests: hypothesis with the depth raised (thousands of levels), lone surrogates, NUL ----------
 
-from hypothesis import HealthCheck, given  # noqa: E402
-from hypothesis import settings as hsettings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
-from mcp_memory.mcp import wire as stdio_wire  # noqa: E402
+from mcp_memory.mcp import wire as stdio_wire
 
 HOSTILE_TEXT = st.text(st.characters(min_codepoint=0, max_codepoint=0xDFFF), max_size=8)
 LEAVES = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | HOSTILE_TEXT

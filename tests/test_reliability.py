@@ -146,7 +146,7 @@ def test_statement_timeout_is_unavailable(settings) -> None:
 def _sync(env: dict[str, str], hook: str) -> tuple[subprocess.CompletedProcess, float]:
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "mcp_memory", "sync", "claude-code", "--hook", "--project", "h"],
-                          env=env, input=hook, capture_output=True, text=True, timeout=60)
+                          env=env, input=hook, check=False, capture_output=True, text=True, timeout=60)
     return done, time.monotonic() - started
 
 
@@ -179,14 +179,14 @@ def test_db_stop_keeps_attached_processes_from_restarting(scratch_home) -> None:
     try:
         service.create_session("p")
         stopped = subprocess.run([sys.executable, "-m", "mcp_memory", "db", "stop"], env=scratch_home,
-                                 capture_output=True, text=True, timeout=60)
+                                 check=False, capture_output=True, text=True, timeout=60)
         assert stopped.returncode == 0 and "stopped" in stopped.stdout and "Traceback" not in stopped.stderr
         for _ in range(3):
             with pytest.raises(Unavailable):
                 service.create_session("p")
         assert not embedded.status(settings.embedded_dir).running  # nobody started it again
         fresh = subprocess.run([sys.executable, "-m", "mcp_memory", "sessions"], env=scratch_home,
-                               capture_output=True, text=True, timeout=60)
+                               check=False, capture_output=True, text=True, timeout=60)
         assert fresh.returncode == 0, fresh.stderr  # a new command starts it on demand
         assert embedded.status(settings.embedded_dir).running
     finally:
@@ -198,7 +198,7 @@ def test_doctor_warns_when_connections_run_low(settings, profile, admin_dsn) -> 
 
     def doctor() -> dict:
         done = subprocess.run([sys.executable, "-m", "mcp_memory", "doctor", "--json"], env=env,
-                              capture_output=True, text=True, timeout=120)
+                              check=False, capture_output=True, text=True, timeout=120)
         return {c["name"]: c for c in json.loads(done.stdout)["checks"]}
 
     quiet = doctor()["connections"]

@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 
 import psutil
-
 from test_archive import cli, git, job_states, messages  # noqa: F401  (fixtures)
 from test_archive_daemon import all_done, archiver_env, wait_until  # noqa: F401
 
@@ -32,7 +31,7 @@ def _leftovers(repo: Path) -> tuple[bool, bool]:
     """(a git lock was left, the working tree holds uncommitted changes)"""
     git_dir = repo / ".git"
     locks = git_dir.is_dir() and any(p.name.endswith(".lock") for p in git_dir.rglob("*.lock"))
-    dirty = git_dir.is_dir() and bool(subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True,
+    dirty = git_dir.is_dir() and bool(subprocess.run(["git", "status", "--porcelain"], cwd=repo, check=False, capture_output=True,
                                                      text=True).stdout.strip())
     return locks, dirty
 
@@ -73,7 +72,7 @@ def test_kill_9_while_exporting_heals_without_a_manual_step(service: Service, se
         try:
             if round_ % 2:
                 # kill in the middle of a git command (its git child dies with the group)
-                _poll(lambda: _git_child(proc), timeout=20)
+                _poll(lambda p=proc: _git_child(p), timeout=20)
                 time.sleep(rng.uniform(0.0, 0.02))
             else:
                 # a daemon that could not heal what the last kill left would never get here; kill

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from typing import TYPE_CHECKING
 
 import anyio
-from typing import TYPE_CHECKING
 
 from ..config import Settings
 from ..errors import McpMemoryError

@@ -30,4 +30,6 @@ class Connections:
 
 def connections(conn: psycopg.Connection) -> Connections:
     row = conn.execute(q("health_connections")).fetchone()
+    if row is None:  # one row always comes back; this keeps the type exact
+        raise RuntimeError("health_connections returned no row")
     return Connections(max_connections=row[0], reserved=row[1], used=row[2], top_holders=row[3] or "")

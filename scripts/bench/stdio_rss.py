@@ -35,10 +35,10 @@ def main() -> None:
     env = {**os.environ, "MCP_MEMORY_DSN": args.dsn}
     command = [sys.executable, "-m", "mcp_memory", "serve"]
     if args.pythonpath:  # ahead of an editable install's import hook too
-        command = [sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
-                   "sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in repr(f).lower()]; "
-                   "sys.argv = ['mcp-memory', 'serve']; from mcp_memory.cli import main; sys.exit(main())",
-                   args.pythonpath]
+        code = ("import sys; sys.path.insert(0, sys.argv[1]); "
+                "sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in repr(f).lower()]; "
+                "sys.argv = ['mcp-memory', 'serve']; from mcp_memory.cli import main; sys.exit(main())")
+        command = [sys.executable, "-c", code, args.pythonpath]
     proc = subprocess.Popen(command, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     try:
