@@ -22,6 +22,8 @@ from .models import DEFAULT_MAX_MESSAGE_BYTES
 APP = "mcp-memory"
 KEYRING_SERVICE = "mcp-memory"
 
+DEFAULT_MAX_REQUEST_BYTES = 32 * 1024 * 1024  # as REST's http.max_body_bytes
+
 DsnSource = Literal["flag", "env", "config", "embedded"]
 
 
@@ -35,10 +37,15 @@ class Settings:
     pool_min: int = 1
     pool_max: int = 4
     connect_timeout: float = 5.0
+    statement_timeout: float = 5.0  # seconds, enforced by the server per statement (0: none)
+    lock_timeout: float = 5.0  # seconds a statement waits for a lock (0: none)
+    call_timeout: float = 8.0  # seconds one call may take before the client cuts it off (0: none)
     auto_migrate: bool = True
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES  # [limits]: one stdio request, refused before parsing
     password: str | None = None  # from env or keyring, never logged
     archive: dict[str, Any] = field(default_factory=dict)
+    embedded_as_root: bool = False  # start the embedded server when running as root (explicit opt-in)
     pgbouncer: bool = False  # [database] pgbouncer: no prepared statements (transaction pooling)
     raw: dict[str, Any] = field(default_factory=dict)  # whole config file, for later sections
     embeddings: dict[str, Any] = field(default_factory=dict)  # [embeddings]: semantic search provider
@@ -106,12 +113,18 @@ def load_settings(*, dsn: str | None = None, environ: Mapping[str, str] | None =
         config_path=config_path,
         pool_min=_int(database, "pool_min", 1, minimum=0),
         pool_max=_int(database, "pool_max", 4, minimum=1),
-        connect_timeout=float(database.get("connect_timeout", 5.0)),
+        connect_timeout=_seconds(database, "connect_timeout", 5.0),
+        statement_timeout=_seconds(database, "statement_timeout", 5.0),
+        lock_timeout=_seconds(database, "lock_timeout", 5.0),
+        call_timeout=_seconds(database, "call_timeout", 8.0),
         auto_migrate=bool(database.get("auto_migrate", True)),
         max_message_bytes=_int(limits, "max_message_bytes", DEFAULT_MAX_MESSAGE_BYTES, minimum=1024),
+        max_request_bytes=_int(limits, "max_request_bytes", DEFAULT_MAX_REQUEST_BYTES, minimum=1024),
         password=environ.get("MCP_MEMORY_PASSWORD") or None,
         archive=_section(raw, "archive"),
         pgbouncer=_bool(database, "pgbouncer", False),
+        embedded_as_root=environ.get("MCP_MEMORY_EMBEDDED_AS_ROOT", "") in ("1", "true", "yes")
+        or _bool(database, "embedded_as_root", False),
         raw=raw,
         embeddings=_section(raw, "embeddings"),
         embeddings_key=environ.get("MCP_MEMORY_EMBEDDINGS_KEY") or None,
@@ -148,6 +161,13 @@ def _int(section: dict[str, Any], key: str, default: int, *, minimum: int) -> in
     if not isinstance(value, int) or value < minimum:
         raise ConfigError(f"config: {key} must be an integer ≥ {minimum}, got {value!r}")
     return value
+
+
+def _seconds(section: dict[str, Any], key: str, default: float) -> float:
+    value = section.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise ConfigError(f"config: database.{key} must be a number of seconds ≥ 0, got {value!r}")
+    return float(value)
 
 
 def _bool(section: dict[str, Any], key: str, default: bool) -> bool:

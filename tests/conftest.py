@@ -26,6 +26,9 @@ from mcp_memory.core.service import Service
 from mcp_memory.store import embedded, migrate
 
 TEMPLATE = f"mm_template_{os.getpid()}"
+# The embedded server refuses root unless told: CI and containers run the tests as root, so the
+# tests opt in explicitly (and hand the opt-in to the mcp-memory processes they start).
+ROOT_OPT_IN = {"MCP_MEMORY_EMBEDDED_AS_ROOT": "1"} if hasattr(os, "geteuid") and os.geteuid() == 0 else {}
 
 
 @pytest.fixture(scope="session")
@@ -54,7 +57,7 @@ def admin_dsn() -> Iterator[str]:
         return
     with embedded_home() as home:
         pgdir = home / "pg"
-        uri = embedded.ensure_running(pgdir)
+        uri = embedded.ensure_running(pgdir, allow_root=bool(ROOT_OPT_IN))
         try:
             yield make_conninfo(uri, dbname="postgres")
         finally:
@@ -107,6 +110,7 @@ def profile(tmp_path: Path) -> dict[str, str]:
     """An isolated environment: MCP_MEMORY_HOME in tmp, no DSN or config from the machine."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_MEMORY_")}
     env["MCP_MEMORY_HOME"] = str(tmp_path / "home")
+    env.update(ROOT_OPT_IN)
     return env
 
 

@@ -10,7 +10,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from conftest import embedded_home
+from conftest import ROOT_OPT_IN, embedded_home
 from mcp import Client
 
 from mcp_memory.app import build
@@ -29,6 +29,7 @@ def home_env():
     with embedded_home() as home:
         env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_MEMORY_")}
         env["MCP_MEMORY_HOME"] = str(home)
+        env.update(ROOT_OPT_IN)
         try:
             yield env
         finally:
@@ -67,7 +68,7 @@ def test_db_stop_and_restart_on_demand(home_env) -> None:
 @pytest.mark.anyio
 async def test_database_down_then_back_without_restarting_the_server(home_env) -> None:
     pgdir = load_settings(environ=home_env).embedded_dir
-    dsn = embedded.ensure_running(pgdir)
+    dsn = embedded.ensure_running(pgdir, allow_root=bool(ROOT_OPT_IN))
     settings = load_settings(dsn=dsn, environ=home_env)  # used as an external server: no auto-start
     service = build(settings)
     try:
@@ -77,7 +78,7 @@ async def test_database_down_then_back_without_restarting_the_server(home_env) -
             embedded.stop(pgdir)
             down = await client.call_tool("create_session", {"project_id": "p"})
             assert down.is_error and down.content[0].text.startswith("[unavailable] database unreachable")
-            embedded.ensure_running(pgdir)
+            embedded.ensure_running(pgdir, allow_root=bool(ROOT_OPT_IN))
             back = await client.call_tool("create_session", {"project_id": "p"})
             assert not back.is_error, back.content[0].text
     finally:

@@ -82,7 +82,7 @@ def restore(db: Database, path: str | Path, *, force: bool = False,
     snapshots = read_snapshots(repo)
     ordered = _parents_first(docs, result.warnings)
     restored: dict[str, int] = {}  # session → the last seq restored
-    with db.transaction() as conn:
+    with db.transaction(bounded=False) as conn:  # a whole archive: as long as it takes
         store = ArchiveStore(conn)
         if store.has_sessions() and not force:
             raise Invalid("the database already holds sessions; restore into an empty database, or pass --force "

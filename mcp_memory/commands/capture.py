@@ -14,16 +14,15 @@ import logging
 import os
 import sys
 import time
-import uuid
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from .. import agents
-from ..agents.base import FormatError, NeutralSession
+from ..agents.base import FormatError
 from ..config import Settings
 from ..errors import Invalid, McpMemoryError, Unavailable
-from ..models import MessageIn
+from ..spool import Spool
 from .output import print_json, service
 
 log = logging.getLogger(__name__)
@@ -107,52 +106,3 @@ def _log_failure(settings: Settings, exc: BaseException) -> None:
             fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {text}\n")
     except OSError:
         pass
-
-
-class Spool:
-    """Sessions waiting for the database, one JSON file per failed sync."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-
-    def add(self, sessions: list[NeutralSession], *, project: str | None) -> None:
-        if not sessions:
-            return
-        self.folder.mkdir(parents=True, exist_ok=True)
-        data = {"project": project, "sessions": [_dump(s) for s in sessions]}
-        name = f"{time.time_ns()}-{uuid.uuid4().hex[:8]}.json"
-        tmp = self.folder / f".{name}.tmp"
-        tmp.write_text(json.dumps(data, ensure_ascii=False))
-        os.replace(tmp, self.folder / name)
-
-    def pending(self) -> list[SpoolFile]:
-        if not self.folder.is_dir():
-            return []
-        return [SpoolFile(p) for p in sorted(self.folder.glob("[0-9]*.json"))]
-
-    def count(self) -> int:
-        return len(self.pending())
-
-
-class SpoolFile:
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        data = json.loads(path.read_text())
-        self.project = data.get("project")
-        self.sessions = [_load(s) for s in data["sessions"]]
-
-    def delivered(self) -> None:
-        self.path.unlink(missing_ok=True)
-
-
-def _dump(session: NeutralSession) -> dict[str, Any]:
-    return {"agent": session.agent, "native_id": session.native_id, "meta": session.meta,
-            "parent_native_id": session.parent_native_id, "parent_tool_call_id": session.parent_tool_call_id,
-            "messages": [m.model_dump(mode="json", exclude_none=True) for m in session.messages]}
-
-
-def _load(data: dict[str, Any]) -> NeutralSession:
-    return NeutralSession(agent=data["agent"], native_id=data["native_id"], meta=data.get("meta") or {},
-                          parent_native_id=data.get("parent_native_id"),
-                          parent_tool_call_id=data.get("parent_tool_call_id"),
-                          messages=[MessageIn.model_validate(m) for m in data["messages"]])

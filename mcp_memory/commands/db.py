@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..config import Settings
-from ..errors import Invalid
+from ..errors import Invalid, Unavailable
 from ..store import embedded, migrate
 from ..store.db import Database
 from .output import print_json
@@ -40,6 +40,10 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
 def _stop(settings: Settings) -> int:
     if not settings.embedded:
         raise Invalid("db stop only stops the embedded server; this profile uses an external database")
-    stopped = embedded.stop(settings.embedded_dir)
-    print("embedded server stopped" if stopped else "embedded server was not running")
+    result = embedded.stop_and_hold(settings.embedded_dir)
+    if result.restarted_by is not None:
+        raise Unavailable(f"the embedded server was stopped, but another process started it again at once "
+                          f"(postmaster pid {result.restarted_by}); stop the mcp-memory processes of this profile first")
+    print("embedded server stopped; running mcp-memory processes will not restart it (a new command starts it again)"
+          if result.was_running else "embedded server was not running")
     return 0

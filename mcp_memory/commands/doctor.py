@@ -9,7 +9,7 @@ from typing import Any
 
 from ..config import Settings
 from ..errors import McpMemoryError
-from ..store import migrate
+from ..store import health, migrate
 from ..store.db import Database
 from ..store.search_repo import SearchStore
 from .output import print_json
@@ -20,6 +20,7 @@ class Check:
     name: str
     ok: bool
     detail: str
+    warning: bool = False  # worth acting on, not a failure (the exit code stays 0)
 
 
 def run(settings: Settings, args: argparse.Namespace) -> int:
@@ -38,6 +39,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
             checks.append(_schema_check(conn, database))
             checks.append(_search_index_check(conn, database))
             checks.append(_pgvector_check(conn, database))
+            checks.append(_connections_check(conn))
     except McpMemoryError as exc:
         hint = ("the embedded server could not start; see its log under " + str(settings.embedded_dir)
                 if settings.embedded else "check the DSN, the network and the password (keyring or MCP_MEMORY_PASSWORD)")
@@ -52,7 +54,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     else:
         print(f"database: {database['kind']} {database['dsn']}")
         for c in checks:
-            print(f"  [{'ok' if c.ok else 'FAIL'}] {c.name}: {c.detail}")
+            print(f"  [{'FAIL' if not c.ok else 'warn' if c.warning else 'ok'}] {c.name}: {c.detail}")
     return 1 if failed else 0
 
 
@@ -81,6 +83,20 @@ def _search_index_check(conn, database: dict[str, Any]) -> Check:
         return Check("search index", True, "up to date")
     return Check("search index", True, f"{messages} message(s) of {sessions} session(s) not indexed yet; the next "
                                        "search of their project indexes them, or run `mcp-memory reindex`")
+
+
+def _connections_check(conn) -> Check:
+    """Connection slots: a server out of them refuses every host and token (superusers, like doctor
+    itself, still get the reserved ones, so this is said before it happens)."""
+    state = health.connections(conn)
+    detail = (f"{state.used} of {state.usable} usable connection slots in use (max_connections "
+              f"{state.max_connections}, {state.reserved} reserved)" + (f"; most: {state.top_holders}"
+                                                                           if state.top_holders else ""))
+    if state.low:
+        return Check("connections", True, detail + " — running low: lower [database] pool_max on the hosts, "
+                     "share connections with `serve-http` ([http] pool_max) or PgBouncer, or raise max_connections",
+                     warning=True)
+    return Check("connections", True, detail)
 
 
 def _pgvector_check(conn, database: dict[str, Any]) -> Check:
@@ -122,7 +138,7 @@ def _credentials_check(settings: Settings) -> Check:
     from ..credentials import file_password, keyring_password
 
     if settings.embedded:
-        return Check("credentials", True, "embedded server: local trust authentication, no token needed")
+        return Check("credentials", True, "embedded server: peer authentication on its private socket, no token needed")
     try:
         params = conninfo_to_dict(settings.dsn or "")
     except psycopg.ProgrammingError as exc:  # a malformed DSN

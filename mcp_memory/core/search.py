@@ -60,7 +60,10 @@ def check_time(value: Any, field: str, *, now: datetime | None = None) -> dateti
     relative = _RELATIVE.match(value)
     if relative:
         amount, unit = int(relative.group(1)), relative.group(2)
-        return (now or datetime.now(UTC)) - timedelta(**{_UNITS[unit]: amount})
+        try:
+            return (now or datetime.now(UTC)) - timedelta(**{_UNITS[unit]: amount})
+        except (OverflowError, ValueError):  # beyond datetime's years 1-9999
+            raise Invalid(f"{field} {value} reaches before year 1: give an age of at most 9000 years") from None
     try:
         parsed = datetime.fromisoformat(value.strip())
     except ValueError:

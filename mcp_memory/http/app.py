@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +15,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 
+from .. import jsoncheck
+from ..core.service import Service
 from ..errors import Invalid, McpMemoryError, Unavailable
+from ..security.tokens import Unauthorized
 from ..ui.app import create_ui
 from .auth import TokenRegistry, bearer
 from .errors import RateLimited, TooLarge, error_response, internal_error
@@ -32,23 +34,45 @@ class HttpOptions:
     rate_limit: float = 20.0  # requests per second per token
     burst: int = 40
     recheck_seconds: float = 30.0
+    auth_failures_per_second: float = 1.0  # per client address
+    auth_failure_burst: int = 20
+    pool_max: int = 8  # connections shared by every token
     host: str = "127.0.0.1"
 
 
 class Gate:
-    """What every authenticated request passes: token → role → rate limit → verified service."""
+    """What every request on a protected route passes: the token is verified first (a cached
+    verification costs no database work), then its role is rate-limited. Failed verifications are
+    charged to the client's address; an address out of failures is refused before any database
+    work, while a verified token from that address is still served."""
 
-    def __init__(self, registry: TokenRegistry, limiter: RateLimiter) -> None:
+    def __init__(self, registry: TokenRegistry, limiter: RateLimiter, failures: RateLimiter) -> None:
         self.registry = registry
         self.limiter = limiter
+        self.failures = failures
 
-    def admit(self, request: Request) -> str:
-        token = bearer(request.headers.get("authorization"))
+    def authenticate(self, header: str | None, client: str) -> tuple[str, Service]:
+        """(token, service) of a verified bearer token; runs in a worker thread (it may query)."""
+        try:
+            token = bearer(header)
+            if not self.registry.is_fresh(token):
+                wait = self.failures.blocked(client)
+                if wait:
+                    raise RateLimited(f"too many failed authentications from {client}; retry in {wait} s",
+                                      retry_after=wait)
+            service = self.registry.service_for(token)
+        except Unauthorized:
+            self.failures.take(client)
+            raise
         role = self.registry.role_of(token)
         wait = self.limiter.take(role)
         if wait:
             raise RateLimited(f"too many requests for token {role}; retry in {wait} s", retry_after=wait)
-        return token
+        return token, service
+
+    async def admit(self, request: Request) -> tuple[str, Service]:
+        client = request.client.host if request.client else "unknown"
+        return await run_in_threadpool(self.authenticate, request.headers.get("authorization"), client)
 
     def run(self, token: str, endpoint: Endpoint, call: Call) -> Any:
         service = self.registry.service_for(token)
@@ -60,7 +84,8 @@ class Gate:
 
 
 async def read_json(request: Request, limit: int) -> Any:
-    """The JSON body (None when empty), refused with 413 past `limit` bytes, before parsing."""
+    """The JSON body (None when empty), refused with 413 past `limit` bytes before parsing, then
+    checked for depth and text PostgreSQL cannot hold (jsoncheck): every bad body is a 4xx."""
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > limit:
         raise TooLarge(f"body is larger than {limit} bytes")
@@ -73,10 +98,34 @@ async def read_json(request: Request, limit: int) -> Any:
     raw = b"".join(chunks)
     if not raw.strip():
         return None
-    try:
-        return json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise Invalid(f"body is not valid JSON ({exc})") from None
+    body = jsoncheck.loads(raw, limit=limit, what="body")
+    problem = jsoncheck.bad_text(body, ["body"], allow_nul=True)  # U+0000 is the routes' and the core's
+    if problem:
+        raise Invalid(problem)
+    return body
+
+
+MAX_ID_DIGITS = 18  # an integer path parameter fits PostgreSQL's bigint
+
+
+def check_path(endpoint: Endpoint, raw: dict[str, str]) -> dict[str, str]:
+    """Path parameters: integers are digits that fit a bigint, text is valid Unicode."""
+    for name, value in raw.items():
+        if endpoint.path_params.get(name) == "integer" and not (value.isascii() and value.isdigit()
+                                                                 and len(value) <= MAX_ID_DIGITS):
+            raise Invalid(f"{name} must be a positive integer of at most {MAX_ID_DIGITS} digits")
+        problem = jsoncheck.bad_text(value, [name], allow_nul=True)
+        if problem:
+            raise Invalid(problem)
+    return parse_path(raw)
+
+
+def check_query(endpoint: Endpoint, raw: dict[str, str]) -> dict[str, Any]:
+    for name, value in raw.items():
+        problem = jsoncheck.bad_text(value, [f"query parameter {name}"], allow_nul=True)
+        if problem:
+            raise Invalid(problem)
+    return parse_query(endpoint.query, raw)
 
 
 def _result_json(result: Any) -> Any:
@@ -86,10 +135,10 @@ def _result_json(result: Any) -> Any:
 def _handler(gate: Gate, endpoint: Endpoint, options: HttpOptions):
     async def handle(request: Request) -> Response:
         try:
-            token = gate.admit(request)
+            token, _ = await gate.admit(request)
             body = await read_json(request, options.max_body_bytes) if request.method != "GET" else None
-            call = Call(path=parse_path(dict(request.path_params)),
-                        query=parse_query(endpoint.query, dict(request.query_params)), body=body)
+            call = Call(path=check_path(endpoint, dict(request.path_params)),
+                        query=check_query(endpoint, dict(request.query_params)), body=body)
             result = await run_in_threadpool(gate.run, token, endpoint, call)
             return JSONResponse(_result_json(result), status_code=endpoint.status)
         except McpMemoryError as exc:
@@ -118,7 +167,8 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 def create_app(registry: TokenRegistry, options: HttpOptions | None = None) -> Starlette:
     options = options or HttpOptions()
-    gate = Gate(registry, RateLimiter(options.rate_limit, options.burst))
+    gate = Gate(registry, RateLimiter(options.rate_limit, options.burst),
+                RateLimiter(options.auth_failures_per_second, options.auth_failure_burst))
     mcp = McpMount(gate, host=options.host)
     routes = [Route("/openapi.json", _openapi, methods=["GET"]), Route("/healthz", _healthz, methods=["GET"]),
               Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]), Mount("/ui", create_ui(gate))]

@@ -1,28 +1,36 @@
-"""Bearer tokens → a core service that runs as the token's database role.
+"""Bearer tokens → a core service that runs as the token's database role, on one shared pool.
 
-The bearer token is the one `token create` printed. Each token gets its own small connection pool
-that logs in as its role with the token as password, so PostgreSQL checks the credential and
-row-level security limits every request to the token's projects; nothing of the token is kept in
-clear (the database holds a SCRAM verifier and a SHA-256 digest). A token is re-verified after
-`recheck_seconds`, so a revoked one stops working within that time even on a warm pool.
+The bearer token is the one `token create` printed. It is verified against the SHA-256 digest that
+`access_tokens` holds for its role (a constant-time comparison; the role must still be allowed to
+log in), and a verified token is remembered for `recheck_seconds` (by its digest: nothing of the
+token is kept in clear), so that a revoked token stops working within that time.
+
+Every request of every token runs on ONE pool of the server's own connections (`[http] pool_max`):
+each transaction starts with `SET LOCAL ROLE <token role>`, so row-level security and the write
+functions see the token's role exactly as on a connection that logged in with it (migration 0007
+reads the caller from the `role` setting), and the number of tokens never bounds the number of
+connections: 200 tokens share the same few.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from ..config import Settings
 from ..core.service import Service
-from ..errors import Unavailable
 from ..security import tokens
 from ..security.tokens import Unauthorized
+from ..store.roles import RoleDatabase, token_digest_of
 
 ServiceFactory = Callable[[Settings], Service]
+REFUSED = "the token was not accepted (revoked, expired or mistyped)"
+_NO_DIGEST = hashlib.sha256(b"no such token").digest()
 
 
 def bearer(header: str | None) -> str:
@@ -33,25 +41,19 @@ def bearer(header: str | None) -> str:
     return value.strip()
 
 
-@dataclass
-class _Entry:
-    service: Service
-    checked_at: float
-
-
 class TokenRegistry:
-    """Per-token services, least recently used first out (each holds a pool of ≤ `pool_max`)."""
+    """Verified tokens (by digest, least recently used out) and one service per role, all on the
+    shared pool of `base_dsn` (the server's own login)."""
 
     def __init__(self, settings: Settings, base_dsn: str, factory: ServiceFactory, *, recheck_seconds: float = 30.0,
-                 max_tokens: int = 64, pool_max: int = 2, clock: Callable[[], float] = time.monotonic) -> None:
-        self.settings = settings
-        self.base_dsn = base_dsn
-        self.factory = factory
+                 max_tokens: int = 4096, pool_max: int = 8, clock: Callable[[], float] = time.monotonic) -> None:
         self.recheck_seconds = recheck_seconds
         self.max_tokens = max_tokens
-        self.pool_max = pool_max
         self.clock = clock
-        self._entries: OrderedDict[bytes, _Entry] = OrderedDict()
+        shared = replace(settings, dsn=base_dsn, dsn_source="flag", pool_min=0, pool_max=pool_max, auto_migrate=False)
+        self.shared = factory(shared)
+        self._verified: OrderedDict[bytes, tuple[str, float]] = OrderedDict()
+        self._services: OrderedDict[str, Service] = OrderedDict()
         self._lock = threading.Lock()
 
     def role_of(self, token: str) -> str:
@@ -60,47 +62,52 @@ class TokenRegistry:
             raise Unauthorized("not an mcp-memory token (expected mmt.<role>.<secret>)")
         return role
 
+    def is_fresh(self, token: str) -> bool:
+        """True when the token was verified within `recheck_seconds` (no database work needed)."""
+        key = tokens.token_digest(token)
+        with self._lock:
+            entry = self._verified.get(key)
+        return entry is not None and self.clock() - entry[1] < self.recheck_seconds
+
     def service_for(self, token: str, *, force: bool = False) -> Service:
-        """The service of this token, verified within the last `recheck_seconds` (now, if `force`)."""
+        """The service of this token's role, the token verified within `recheck_seconds` (now, if `force`)."""
         role = self.role_of(token)
-        key = hashlib.sha256(token.encode()).digest()
+        key = tokens.token_digest(token)
+        if force or not self.is_fresh(token):
+            self._verify(role, key)
+        return self._service(role)
+
+    def _verify(self, role: str, key: bytes) -> None:
+        stored = token_digest_of(self.shared.db, role)
+        if not hmac.compare_digest(key, stored if stored is not None else _NO_DIGEST) or stored is None:
+            with self._lock:
+                self._verified.pop(key, None)
+            raise Unauthorized(REFUSED)
         with self._lock:
-            entry = self._entries.get(key)
-            if entry is not None:
-                self._entries.move_to_end(key)
-        if entry is not None and not force and self.clock() - entry.checked_at < self.recheck_seconds:
-            return entry.service
-        service = entry.service if entry is not None else self._new_service(role, token)
-        try:
-            tokens.verify(service.db, token)
-        except (Unauthorized, Unavailable):
-            self._drop(key, service)
-            raise
-        self._keep(key, _Entry(service, self.clock()))
+            self._verified[key] = (role, self.clock())
+            self._verified.move_to_end(key)
+            while len(self._verified) > self.max_tokens:
+                self._verified.popitem(last=False)
+
+    def _service(self, role: str) -> Service:
+        evicted: list[Service] = []
+        with self._lock:
+            service = self._services.get(role)
+            if service is None:
+                base = self.shared
+                service = Service(RoleDatabase(base.db, role), cleaner=base.cleaner, embedder=base.embedder)
+                self._services[role] = service
+            self._services.move_to_end(role)
+            while len(self._services) > self.max_tokens:
+                evicted.append(self._services.popitem(last=False)[1])
+        for old in evicted:
+            old.db.close()  # its indexer only: the pool is shared
         return service
-
-    def _new_service(self, role: str, token: str) -> Service:
-        per_token = replace(self.settings, dsn=tokens.role_dsn(self.base_dsn, role), dsn_source="flag",
-                            password=token, pool_min=0, pool_max=self.pool_max, auto_migrate=False)
-        return self.factory(per_token)
-
-    def _keep(self, key: bytes, entry: _Entry) -> None:
-        evicted = []
-        with self._lock:
-            self._entries[key] = entry
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.max_tokens:
-                evicted.append(self._entries.popitem(last=False)[1].service)
-        for service in evicted:
-            service.db.close()
-
-    def _drop(self, key: bytes, service: Service) -> None:
-        with self._lock:
-            self._entries.pop(key, None)
-        service.db.close()
 
     def close(self) -> None:
         with self._lock:
-            entries, self._entries = list(self._entries.values()), OrderedDict()
-        for entry in entries:
-            entry.service.db.close()
+            services, self._services = list(self._services.values()), OrderedDict()
+            self._verified.clear()
+        for service in services:
+            service.db.close()
+        self.shared.db.close()

@@ -76,8 +76,7 @@ class McpMount:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
         try:
-            token = self.gate.admit(request)
-            await run_in_threadpool(self.gate.registry.service_for, token)
+            await self.gate.admit(request)
         except McpMemoryError as exc:
             await error_response(exc)(scope, receive, send)
             return

@@ -6,6 +6,9 @@ max_body_bytes = 33554432   # 413 above this
 rate_limit = 20             # requests per second per token (0: no limit); 429 + Retry-After
 burst = 40
 recheck_seconds = 30        # a revoked token stops working within this time
+auth_failures_per_second = 1  # failed authentications per client address (then 429)
+auth_failure_burst = 20
+pool_max = 8                # database connections shared by every token (SET LOCAL ROLE per transaction)
 ```
 """
 
@@ -41,7 +44,8 @@ def http_options(settings: Settings, host: str) -> HttpOptions:
         raise ConfigError("config: [http] must be a table")
     defaults = HttpOptions()
     values: dict[str, Any] = {"host": host}
-    for key, kind in (("max_body_bytes", int), ("rate_limit", float), ("burst", int), ("recheck_seconds", float)):
+    for key, kind in (("max_body_bytes", int), ("rate_limit", float), ("burst", int), ("recheck_seconds", float),
+                      ("auth_failures_per_second", float), ("auth_failure_burst", int), ("pool_max", int)):
         value = section.get(key, getattr(defaults, key))
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
             raise ConfigError(f"config: http.{key} must be a number ≥ 0, got {value!r}")
@@ -67,7 +71,7 @@ def prepare(settings: Settings, host: str) -> tuple[Any, TokenRegistry]:
         db.close()
     options = http_options(settings, host)
     registry = TokenRegistry(settings, base_dsn, lambda s: build(s, application_name="mcp-memory http"),
-                             recheck_seconds=options.recheck_seconds)
+                             recheck_seconds=options.recheck_seconds, pool_max=max(1, options.pool_max))
     return create_app(registry, options), registry
 
 

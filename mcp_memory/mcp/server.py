@@ -20,10 +20,13 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 from pydantic.fields import FieldInfo
 
-from .. import __version__
+from .. import __version__, jsoncheck
 from ..errors import McpMemoryError
 from ..models import describe_validation_error
 from ..operations import OPERATIONS, Operation, call
+
+# tool arguments whose strings may hold U+0000: message payloads, where the core replaces it
+NUL_CLEANED = frozenset({"message", "messages"})
 
 if TYPE_CHECKING:  # the server is built before the service: `serve` answers tools/list without psycopg
     from ..core.service import Service
@@ -50,6 +53,11 @@ class MemoryServer(MCPServer):
     """MCPServer whose argument-validation errors carry the `[invalid]` code and name the field."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        # on every transport (stdio screens its lines before, HTTP and in-memory clients do not):
+        # text PostgreSQL cannot hold is refused naming the field, not left to a driver error
+        problem = jsoncheck.bad_text(arguments, [], nul_ok=NUL_CLEANED) if isinstance(arguments, dict) else None
+        if problem:
+            raise ToolError(f"[invalid] {problem}")
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:

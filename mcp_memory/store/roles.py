@@ -1,0 +1,78 @@
+"""A view of the shared pool that runs every transaction as one token role (`SET LOCAL ROLE`).
+
+REST serves every token on the server's own pool (http/auth.py). `SET LOCAL` ends with the
+transaction, so a connection goes back to the pool as the server's login whatever happened; a role
+that no longer exists (a revoked token) fails the `SET` and the request is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+from psycopg import sql
+from psycopg_pool import ConnectionPool
+
+from ..errors import Unavailable
+from ..security.tokens import Unauthorized
+from .db import Database
+from .sql import q
+
+
+class RoleDatabase(Database):
+    def __init__(self, shared: Database, role: str) -> None:
+        super().__init__(shared.settings, application_name=shared.application_name)
+        self.shared = shared
+        self.role = role
+
+    @property
+    def kind(self) -> str:
+        return self.shared.kind
+
+    def dsn(self) -> str:
+        return self.shared.dsn()
+
+    def pool(self) -> ConnectionPool:
+        return self.shared.pool()
+
+    def reset(self) -> None:
+        self.shared.reset()
+
+    @contextmanager
+    def transaction(self, *, bounded: bool = True) -> Iterator[psycopg.Connection]:
+        with self.shared.transaction(bounded=bounded) as conn:
+            self._set_role(conn, local=True)
+            yield conn
+
+    def connect(self, **kwargs: object) -> psycopg.Connection:
+        conn = self.shared.connect(**kwargs)
+        try:
+            self._set_role(conn, local=False)
+            if not conn.autocommit:
+                conn.commit()  # a session-level SET survives the commit (not a rollback)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _set_role(self, conn: psycopg.Connection, *, local: bool) -> None:
+        statement = "SET LOCAL ROLE {}" if local else "SET ROLE {}"
+        try:
+            conn.execute(sql.SQL(statement).format(sql.Identifier(self.role)))
+        except psycopg.errors.InvalidParameterValue as exc:  # the role was dropped: a revoked token
+            raise Unauthorized("the token was not accepted (revoked, expired or mistyped)") from exc
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise Unavailable(f"the server's database login may not act as token role {self.role} "
+                              "(grant it: GRANT <role> TO <server login> WITH SET TRUE)") from exc
+
+    def close(self) -> None:
+        for finish in self._before_close:
+            finish()  # the indexer; the pool belongs to the shared database
+
+
+def token_digest_of(db: Database, role: str) -> bytes | None:
+    """The stored SHA-256 of `role`'s token, when the role exists and may still log in."""
+    with db.transaction() as conn:
+        row = conn.execute(q("security_token_digest"), {"role": role}).fetchone()
+    return bytes(row[0]) if row and row[0] is not None else None
