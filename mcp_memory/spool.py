@@ -15,7 +15,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from .adapters.base import NeutralSession
+from .agents.base import NeutralSession
 from .models import MessageIn
 
 

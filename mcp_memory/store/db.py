@@ -45,12 +45,13 @@ class Database:
     def dsn(self) -> str:
         """The DSN in use (starting the embedded server if that is the database), password included."""
         if self._dsn is None:
-            if self.settings.embedded:
-                base = embedded.ensure_running(self.settings.embedded_dir, allow_root=self.settings.embedded_as_root,
-                                               automatic=True, connect_timeout=self.settings.connect_timeout)
-            else:
-                base = self.settings.dsn or ""
-            self._dsn = with_password(base, self.settings.password, fallback_file=self.settings.credentials_file)
+            if self.settings.embedded:  # peer authentication on a private socket: no password to look up
+                self._dsn = embedded.ensure_running(
+                    self.settings.embedded_dir, allow_root=self.settings.embedded_as_root, automatic=True,
+                    connect_timeout=self.settings.connect_timeout)
+            else:  # the keyring's backends take ~0.5 s to load: only a DSN that may need one asks it
+                self._dsn = with_password(self.settings.dsn or "", self.settings.password,
+                                          fallback_file=self.settings.credentials_file)
         return self._dsn
 
     def masked_dsn(self) -> str:
