@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-WARM_UP_DELAY = 1.5  # seconds
+WARM_UP_DELAY = 0.3  # seconds: after the SDK's own start, before a model's first tool call
 
 
 def serve(settings: Settings) -> None:
