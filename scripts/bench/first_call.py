@@ -24,9 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from core_bench import StdioPeer  # noqa: E402
+from core_bench import StdioPeer
 
-from mcp_memory.store import embedded  # noqa: E402
+from mcp_memory.store import embedded
 
 
 def one_round(env: dict[str, str]) -> dict[str, float]:
