@@ -1,6 +1,6 @@
 """Command-line interface: argument parsing only; each command is a small function in commands/.
 
-Exit codes (CONTRACT §2): 0 success, 1 user error (one line on stderr), 2 usage.
+Exit codes (README, Command line): 0 success, 1 user error (one line on stderr), 2 usage.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Configuration, resolved in one place (CONTRACT §1).
+"""Configuration, resolved in one place (README, Configuration).
 
 Database: `--dsn` > env `MCP_MEMORY_DSN` > config file > the embedded default.
 Config file: env `MCP_MEMORY_CONFIG`, else `<user config dir>/mcp-memory/config.toml`.

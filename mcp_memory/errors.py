@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 class McpMemoryError(Exception):
-    """Base class; `code` is the stable bracketed code of CONTRACT §3."""
+    """Base class; `code` is the stable bracketed code of README, MCP tools."""
 
     code = "error"
 

@@ -1,4 +1,4 @@
-"""The library API for custom agent loops, LangChain, AutoGen … (seed 2 §3.3): synchronous, on the
+"""The library API for custom agent loops, LangChain, AutoGen …: synchronous, on the
 same core as the MCP server, so what a script logs is what every agent finds.
 
     from mcp_memory import Memory
@@ -82,7 +82,7 @@ class Memory:
 
 
 class SessionContext:
-    """The `ctx` of seed 2 §3.3: one session, written turn by turn from inside the agent loop."""
+    """The `ctx`: one session, written turn by turn from inside the agent loop."""
 
     def __init__(self, service: Service, session_id: str, project_id: str) -> None:
         self.service = service
@@ -121,8 +121,8 @@ class SessionContext:
     def add_decision(self, decision_type: str, summary: str, status: DecisionStatus = "accepted", rationale: str | None = None,
                      *, alternatives: list[Any] | None = None, metadata: dict[str, Any] | None = None,
                      supersedes: str | None = None, message_seq: int | None = None) -> DecisionCreated:
-        """Record a decision. Without message_seq, a short assistant message states it first (as in
-        seed 2 §3.3) and the decision points at that message."""
+        """Record a decision. Without message_seq, a short assistant message states it first and the
+        decision points at that message."""
         if message_seq is None:
             message_seq = self.log_assistant_message(f"Decision ({status}, {decision_type}): {summary}",
                                                      metadata={"kind": "decision_summary"})

@@ -336,7 +336,7 @@ OPERATIONS: tuple[Operation, ...] = (
 )
 BY_NAME: dict[str, Operation] = {op.name: op for op in OPERATIONS}
 
-# REST spells the search words `q` (CONTRACT §4); everywhere else they are `query`
+# REST spells the search words `q` (README, REST); everywhere else they are `query`
 REST_NAMES: dict[str, str] = {"query": "q"}
 
 

@@ -1,4 +1,4 @@
-"""What an agent's model receives when it reads captured sessions over MCP (CONTRACT §3): the neutral
+"""What an agent's model receives when it reads captured sessions over MCP (README, MCP tools): the neutral
 conversation, compact, without the agents' native records unless asked for. Budget: a real captured
 session's read_session text is at most 3× its own conversation text + 2 KB; list_sessions(limit=10)
 stays under 15 KB."""

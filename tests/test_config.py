@@ -1,4 +1,4 @@
-"""Configuration resolution (CONTRACT §1) and secret masking."""
+"""Configuration resolution (README, Configuration) and secret masking."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`export --install` resumes with the target agent's own configured provider and model
-(CONTRACT §2): OpenCode's `model` from opencode.json, Codex's `model_provider`/`model` from
+(README, Command line): OpenCode's `model` from opencode.json, Codex's `model_provider`/`model` from
 config.toml; an explicit --option still wins. Drives the real CLI against a real database."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What a host writes and prints for hostile session meta, and what `install` writes (CONTRACT §2):
+"""What a host writes and prints for hostile session meta, and what `install` writes (README, Command line):
 ids and names from meta never become paths outside the output or agent folders, printed resume
 lines are inert, and no secret lands in an agent's or a project's config.
 

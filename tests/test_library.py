@@ -1,4 +1,4 @@
-"""The library API (seed 2 §3.3): Memory + session context objects on the same core."""
+"""The library API: Memory + session context objects on the same core."""
 
 from __future__ import annotations
 

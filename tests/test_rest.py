@@ -1,4 +1,4 @@
-"""REST (CONTRACT §4) on a real uvicorn server on loopback: tokens (none, invalid, revoked, wrong
+"""REST (README, REST) on a real uvicorn server on loopback: tokens (none, invalid, revoked, wrong
 scope, read-only), the error table, 413, 429 + Retry-After, /openapi.json, MCP at /mcp, bind rules."""
 
 from __future__ import annotations

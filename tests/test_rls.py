@@ -1,4 +1,4 @@
-"""Row-level security, proven with raw SQL as the token roles (CONTRACT §6): read, write, update and
+"""Row-level security, proven with raw SQL as the token roles (README, One central PostgreSQL for every host): read, write, update and
 delete across projects, read-only, archiver, revoked; and the same limits through the core."""
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ def test_revoked_token(world: dict[str, str], make_token, owner_db) -> None:
 
 
 def test_visibility_policy_on_a_table_like_decisions(fresh_db: str, make_token) -> None:
-    """mm_enable_project_rls honours visibility private | team | public (seed 2 §6.2)."""
+    """mm_enable_project_rls honours visibility private | team | public."""
     with psycopg.connect(fresh_db, autocommit=True) as conn:
         conn.execute("CREATE TABLE vis_probe (id int, project_id text, visibility text, "
                      "created_by text NOT NULL DEFAULT current_user)")

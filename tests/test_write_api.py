@@ -1,4 +1,4 @@
-"""A raw-SQL attacker holding a project-A token (CONTRACT §6): every write of the token roles goes
+"""A raw-SQL attacker holding a project-A token (README, One central PostgreSQL for every host): every write of the token roles goes
 through the database's functions (migration 0007), which refuse what would break an invariant of
 project B — or of A itself. Each test ends by checking that B still works."""
 

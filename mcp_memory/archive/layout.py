@@ -1,4 +1,4 @@
-"""The archive's file and commit formats (CONTRACT §5): one place that writes and parses them.
+"""The archive's file and commit formats (README, Git archive and restore): one place that writes and parses them.
 
 Lines: one neutral message per line — `session_id`, `seq`, `append_id`, the stored payload fields,
 `created_at` and `payload_sha256` (the database's payload_hash). The hash lets restore tell whether

@@ -51,7 +51,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                        help="the DSN points at PgBouncer in transaction mode (no prepared statements)")
 
     http = sub.add_parser(
-        "serve-http", help="REST API (CONTRACT §4) and MCP streamable HTTP at /mcp",
+        "serve-http", help="REST API (README, REST) and MCP streamable HTTP at /mcp",
         description="Example: mcp-memory serve-http --port 8765\n"
         "  curl -H 'Authorization: Bearer <token>' http://127.0.0.1:8765/v1/sessions", formatter_class=raw)
     http.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1; another one "

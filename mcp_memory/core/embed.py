@@ -1,4 +1,4 @@
-"""Deriving vectors (DESIGN.md decision 6): asynchronous, never on the append path. Work is found
+"""Deriving vectors (README, design note 6): asynchronous, never on the append path. Work is found
 through the per-session watermark, so a stopped run resumes where it stopped; storing the same
 vectors twice (two workers) is harmless (ON CONFLICT DO NOTHING, the watermark only grows)."""
 

@@ -1,4 +1,4 @@
-"""The search index follows the appends (DESIGN.md decision 6, migration 0006).
+"""The search index follows the appends (README, design note 6, migration 0006).
 
 An append commits its messages and tells this process's Indexer; once appends pause, a background
 thread tokenizes them and writes message_search and the BM25 statistics in a transaction of its

@@ -1,1 +1,1 @@
-"""The REST transport (CONTRACT §4) and MCP streamable HTTP at /mcp: thin doors onto the core."""
+"""The REST transport (README, REST) and MCP streamable HTTP at /mcp: thin doors onto the core."""

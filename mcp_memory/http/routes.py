@@ -149,7 +149,7 @@ def validate(op: Operation, data: dict[str, Any]) -> Input:
 def _runner(op: Operation) -> Callable[[Service, Call], BaseModel]:
     def run(svc: Service, call_: Call) -> BaseModel:
         if op.name == "append_messages" and isinstance(call_.body, dict) and "messages" not in call_.body:
-            # one message as the body (CONTRACT §4): the append_message operation
+            # one message as the body (README, REST): the append_message operation
             single = BY_NAME["append_message"]
             return call(svc, single, validate(single, {"message": call_.body, **call_.path}))
         args = validate(op, _arguments(op, call_))

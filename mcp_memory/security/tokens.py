@@ -1,4 +1,4 @@
-"""Tokens = database roles (CONTRACT §6, DESIGN.md decision 7).
+"""Tokens = database roles (README, One central PostgreSQL for every host, README, design note 7).
 
 A token is `mmt.<role>.<43 random url-safe characters>` and is the password of the LOGIN role
 `<role>` (the name given to `token create`). The role name inside the token lets a REST server know

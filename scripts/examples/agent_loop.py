@@ -1,4 +1,4 @@
-"""A custom agent loop that keeps its memory in mcp-memory (seed 2 §3.3), no framework needed.
+"""A custom agent loop that keeps its memory in mcp-memory, no framework needed.
 
 Run: python scripts/examples/agent_loop.py [--dsn DSN]   (default: the configured or embedded database)
 

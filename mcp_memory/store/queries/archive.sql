@@ -2,8 +2,8 @@
 -- status, verify and restore.
 
 -- name: archive_try_lock
--- Session-level advisory lock held by the active archiver on a direct connection (DESIGN.md
--- decision 5). It goes away with the connection, so a dead archiver frees it for the standby.
+-- Session-level advisory lock held by the active archiver on a direct connection (README, design
+-- note 5). It goes away with the connection, so a dead archiver frees it for the standby.
 SELECT pg_try_advisory_lock(%(key)s::bigint);
 
 -- name: archive_unlock

@@ -7,7 +7,7 @@ SELECT * FROM sessions WHERE session_id = %(session_id)s;
 
 -- name: lock_session
 -- The session row lock serialises appends to one session: seq = last_seq + 1 is then gap-free
--- and equal to commit order (DESIGN.md decision 1). The same statement returns the append_ids of
+-- and equal to commit order (README, design note 1). The same statement returns the append_ids of
 -- the batch that are already stored (one round trip). Rows committed by the transaction we waited
 -- for are not in this statement's snapshot: the insert then hits UNIQUE (session_id, append_id)
 -- and the core runs the append once more.
@@ -32,7 +32,7 @@ FROM STDIN (FORMAT BINARY);
 
 -- name: set_last_seq
 -- The search watermark row learns the new last_seq in the same transaction: the stored messages
--- are now the indexer's work (DESIGN.md decision 6).
+-- are now the indexer's work (README, design note 6).
 WITH progress AS (
     UPDATE search_progress SET stored_seq = %(last_seq)s WHERE session_id = %(session_id)s
 )
