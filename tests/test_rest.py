@@ -4,15 +4,13 @@ scope, read-only), the error table, 413, 429 + Retry-After, /openapi.json, MCP a
 from __future__ import annotations
 
 import json
-import threading
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-import uvicorn
+from http_support import Uvicorn
 
 from mcp_memory.app import build
 from mcp_memory.config import Settings
@@ -36,27 +34,8 @@ class Reply:
     headers: dict
 
 
-class Server:
-    """A uvicorn server on 127.0.0.1 (ephemeral port) in a thread, stopped by the fixture."""
-
-    def __init__(self, app) -> None:
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error", lifespan="on"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    def __enter__(self) -> Server:
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("uvicorn did not start")
-            time.sleep(0.02)
-        self.port = self.server.servers[0].sockets[0].getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
+class Server(Uvicorn):
+    """The REST app on a real uvicorn server, with a small client."""
 
     def call(self, method: str, path: str, *, token: str | None = None, body: object = None,
              raw: bytes | None = None, headers: dict | None = None) -> Reply:

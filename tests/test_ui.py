@@ -4,7 +4,6 @@ hostile message content runs no script; a token for one project sees nothing of 
 
 from __future__ import annotations
 
-import threading
 import time
 import urllib.error
 import urllib.parse
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-import uvicorn
+from http_support import Uvicorn
 from test_ui_support import Browser, distinct_colours, needs_chromium
 
 from mcp_memory.agents import adapter_for
@@ -46,26 +45,7 @@ HOSTILE = [
 ]
 
 
-class Server:
-    """uvicorn on 127.0.0.1 (ephemeral port) in a thread, stopped on exit."""
-
-    def __init__(self, app) -> None:
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error", lifespan="on"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    def __enter__(self) -> Server:
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("uvicorn did not start")
-            time.sleep(0.02)
-        self.url = f"http://127.0.0.1:{self.server.servers[0].sockets[0].getsockname()[1]}"
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
+Server = Uvicorn
 
 
 @dataclass

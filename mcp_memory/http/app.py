@@ -111,13 +111,18 @@ MAX_ID_DIGITS = 18  # an integer path parameter fits PostgreSQL's bigint
 def check_path(endpoint: Endpoint, raw: dict[str, str]) -> dict[str, str]:
     """Path parameters: integers are digits that fit a bigint, text is valid Unicode."""
     for name, value in raw.items():
-        if endpoint.path_params.get(name) == "integer" and not (value.isascii() and value.isdigit()
-                                                                 and len(value) <= MAX_ID_DIGITS):
+        if _is_integer(endpoint, name) and not (value.isascii() and value.isdigit() and len(value) <= MAX_ID_DIGITS):
             raise Invalid(f"{name} must be a positive integer of at most {MAX_ID_DIGITS} digits")
         problem = jsoncheck.bad_text(value, [name], allow_nul=True)
         if problem:
             raise Invalid(problem)
     return parse_path(raw)
+
+
+def _is_integer(endpoint: Endpoint, name: str) -> bool:
+    """Whether the operation's input model types path parameter `name` as an integer."""
+    field = endpoint.op.input.model_fields.get(name)
+    return field is not None and field.annotation is int
 
 
 def check_query(endpoint: Endpoint, raw: dict[str, str]) -> dict[str, Any]:
