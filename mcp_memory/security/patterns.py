@@ -6,9 +6,12 @@ replaces only that group, so the context a reader needs survives: `password=[RED
 
 Sources for the formats: the providers' own documentation of key prefixes (AWS IAM unique-id
 prefixes, GitHub's 2021 token format, GitLab token prefixes, Slack token types, Stripe key prefixes,
-Google API keys, RFC 7519 for JWTs, RFC 7468 for PEM). Values are matched without quotes,
-backslashes or braces, so a replacement inside a JSON-encoded string (tool_call arguments) keeps the
-JSON valid.
+Google API keys, RFC 7519 for JWTs, RFC 7468 for PEM, the Telegram Bot API's `<bot id>:<secret>`
+tokens, Azure connection strings' `AccountKey=`/`SharedAccessKey=`), and the manuals of the tools
+that take a password on their command line or in a file (curl's `-u user:password`, the MySQL and
+MariaDB clients' `-pPASSWORD`, netrc's `machine … login … password …`). Unquoted values are matched
+without quotes, backslashes or braces, quoted ones up to their closing quote, so a replacement
+inside a JSON-encoded string (tool_call arguments) keeps the JSON valid.
 """
 
 from __future__ import annotations
@@ -26,6 +29,9 @@ class Rule:
     # lower-case substrings of which every match holds one: the regex runs only on text that
     # contains one of them (an `in` test is far cheaper than a regex over every string)
     needles: tuple[str, ...] = ()
+    # a regex over the lower-cased text that every match holds (its key word): the rule's regex is
+    # then tried only where the anchor is (security/redact.py, Redactor._matches)
+    anchor: re.Pattern[str] | None = None
 
     def may_match(self, lowered: str) -> bool:
         return not self.needles or any(needle in lowered for needle in self.needles)
@@ -37,13 +43,24 @@ def _rule(name: str, pattern: str, *, flags: int = 0, check_value: bool = False)
 
 _B = r"(?<![A-Za-z0-9_\-])"  # a token starts here (not inside a longer word)
 _E = r"(?![A-Za-z0-9_\-])"  # and ends here
-# an assignment value: no whitespace, quotes, backslashes, brackets or separators
-_VALUE = r"""[^\s"'`\\,;(){}\[\]<>|]+"""
+# an assignment value: no whitespace, quotes, backslashes, brackets or separators (`&` ends a
+# query-string parameter and a shell command)
+_VALUE = r"""[^\s"'`\\,;(){}\[\]<>|&]+"""
 _KEY_WORDS = (
     r"passwd|password|passphrase|pass|pwd|secret|secret[_-]?key|client[_-]?secret|api[_-]?key|apikey|"
-    r"access[_-]?key|private[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|token|credentials?"
+    r"access[_-]?key|account[_-]?key|storage[_-]?key|shared[_-]?access[_-]?key|master[_-]?key|signing[_-]?key|"
+    r"encryption[_-]?key|private[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|"
+    r"session[_-]?token|security[_-]?token|token|credentials?"
 )
-_ASSIGN_KEY = rf"""(?<![A-Za-z0-9])(?:[A-Za-z0-9]+[_.\-])*(?i:{_KEY_WORDS}|pgpassword|mysql_pwd)(?![A-Za-z0-9])"""
+# a key ending in a key word: `db_password`, `DB.PASSWORD`, and camelCase `dbPassword`,
+# `SecretAccessKey`, `githubToken` (a lower-case letter or digit, then the capitalised word)
+_ASSIGN_KEY = (rf"(?<![A-Za-z0-9])(?:[A-Za-z0-9]+[_.\-]|[A-Za-z][a-z0-9]*(?=[A-Z]))*"
+               rf"(?i:{_KEY_WORDS}|pgpassword|mysql_pwd)(?![A-Za-z0-9])")
+SECRET_KEY = re.compile(_ASSIGN_KEY.removeprefix("(?<![A-Za-z0-9])"))
+# a quoted value runs to its closing quote (a passphrase has spaces); an unquoted one to a separator
+_QUOTED = r"""(?P<quote>["'`])(?P<qsecret>(?:(?!(?P=quote))[^\\\n]){1,4096})(?P=quote)"""
+# (all of it, or none: `token = cache.get(key)` is a call, not a shorter value)
+_ASSIGNED = rf"(?:{_QUOTED}|(?P<secret>{_VALUE}+)(?!\())"
 
 BUILTIN: tuple[Rule, ...] = (
     _rule("private_key",
@@ -75,13 +92,20 @@ BUILTIN: tuple[Rule, ...] = (
     _rule("sendgrid_key", _B + r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}" + _E),
     _rule("jwt", _B + r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{10,}" + _E),
     _rule("url_password",
-          r"(?i:[a-z][a-z0-9+.\-]{1,20})://[^\s:/@\"'\\]{0,100}:(?P<secret>[^\s@/\"'\\]{1,200})@(?=[A-Za-z0-9\[._\-])"),
+          r"(?i:[a-z][a-z0-9+.\-]{1,20})://[^\s:/@\"'\\]{0,100}:(?P<secret>[^\s/?\"'\\]{1,200})@(?=[A-Za-z0-9\[._\-])"),
     _rule("authorization",
           r"(?i:(?:proxy-)?authorization)[\"']?\s*[:=]\s*[\"']?(?:(?i:bearer|basic|token|digest|bot)\s+)?"
           r"(?P<secret>[A-Za-z0-9._~+/\-]{8,}=*)"),
     _rule("bearer_token", r"(?<![A-Za-z])(?i:bearer)\s+(?P<secret>[A-Za-z0-9._~+/\-]{20,}=*)"),
-    _rule("password",
-          _ASSIGN_KEY + r"""["']?\s*(?::=|=>|[:=])\s*(?P<quote>["'`]?)(?P<secret>""" + _VALUE + r")",
+    _rule("telegram_bot_token", r"(?:(?<=bot)|(?<![A-Za-z0-9_:]))\d{8,10}:A[A-Za-z0-9_\-]{34}" + _E),
+    _rule("curl_password",
+          r"\bcurl\b[^\n|;&]*?\s(?:-u\s*|--user[\s=]+)[\"']?[^\s:\"'/]*:(?P<secret>[^\s\"'@]{1,200})"),
+    _rule("mysql_password",
+          r"\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n|;&]*?\s-p(?P<quote>[\"']?)(?P<secret>[^\s\"'\-][^\s\"']*)"),
+    _rule("netrc_password",
+          r"\b(?:machine\s+\S+|default)(?:\s+(?:login|account|port)\s+\S+)*\s+password\s+(?P<secret>\S+)",
+          check_value=True),
+    _rule("password", _ASSIGN_KEY + r"""["']?\s*(?::=|=>|[:=])\s*""" + _ASSIGNED,
           check_value=True),
 )
 
@@ -110,9 +134,14 @@ _NEEDLES: dict[str, tuple[str, ...]] = {
     "url_password": ("://",),
     "authorization": ("authorization",),
     "bearer_token": ("bearer",),
+    "telegram_bot_token": (":a",),
+    "curl_password": ("curl",),
+    "mysql_password": ("mysql", "mariadb"),
+    "netrc_password": ("password",),
     "password": ("pass", "pwd", "secret", "key", "token", "credential"),
 }
-BUILTIN = tuple(replace(rule, needles=_NEEDLES.get(rule.name, ())) for rule in BUILTIN)
+_ANCHORS = {"password": re.compile(r"pass|pwd|secret|key|token|credential")}
+BUILTIN = tuple(replace(rule, needles=_NEEDLES.get(rule.name, ()), anchor=_ANCHORS.get(rule.name)) for rule in BUILTIN)
 
 # Values that are obviously not secrets: placeholders, references, types and code.
 _PLACEHOLDER = re.compile(
@@ -134,19 +163,27 @@ _PATH = re.compile(r"^(?:\.{0,2}/|~/|[A-Za-z]:\\)|\.(?:json|ya?ml|txt|pem|key|en
 _CODE = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_]*)(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(.*)?$")
 
 
+_KEY_WORD = re.compile(rf"(?i:{_KEY_WORDS})")
+# a quoted value with spaces that names what it is about, or asks for it, is prose
+_PROSE = re.compile(rf"(?i:{_KEY_WORDS})|^(?i:your|enter|type|please|the|a|an|no|not|invalid|missing|wrong)\b")
+
+
 def plausible_assigned_secret(value: str, *, quoted: bool) -> bool:
     """Whether the value of `password=…`, `secret: …` looks like a secret rather than code or prose.
 
     Quoted values are literals: secret unless a placeholder or a type/keyword. Unquoted values are
-    often identifiers (`password=password`, `token: str`): secret only when they carry a digit or a
-    symbol, as real passwords and keys almost always do.
+    often identifiers (`password=password`, `token: str`, `token = token2`) or numbers (`max_token=4096`,
+    `pass: 6379`): secret only when they carry a digit or a symbol, as real passwords and keys almost
+    always do, and are not a short number or a name built on a key word.
     """
     if len(value) < 4 or _PLACEHOLDER.match(value) or value.lower() in _WORDS:
         return False
     if _PATH.search(value):
         return False  # where the secret is kept, not the secret
     if quoted:
-        return True
-    if _CODE.match(value) and not any(ch.isdigit() for ch in value):
+        return " " not in value or not _PROSE.search(value)  # a passphrase, not a prompt or a message
+    if value.isdigit():
+        return len(value) >= 8  # ports, sizes and counts; a numeric password is rarely shorter
+    if _CODE.match(value) and (not any(ch.isdigit() for ch in value) or _KEY_WORD.search(value)):
         return False  # an identifier, attribute or call: code, not a literal
     return any(ch.isdigit() for ch in value) or any(ch in "!@#$%^&*+/=~-" for ch in value)

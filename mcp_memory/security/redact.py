@@ -13,19 +13,23 @@ internal_token = "itk_[A-Za-z0-9]{32}"
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from functools import lru_cache
 from typing import Any
 
 from ..errors import ConfigError
-from .patterns import _PLACEHOLDER, _WORDS, BUILTIN, Rule, plausible_assigned_secret
+from .patterns import _PLACEHOLDER, _WORDS, BUILTIN, SECRET_KEY, Rule, plausible_assigned_secret
 
 MARKER = "[REDACTED:{name}]"
+_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+_REACH = 100  # how far before its key word a key may start (`my_app.database.password`)
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
 # a string holding none of these cannot match a built-in rule (most code and prose): skip it fast
 # (Alternatives grouped by their first character: the regex engine then tries one branch per
 # position instead of every alternative, a third faster on prose.)
-_HINT = re.compile(r"=|:|-----|A(?:[BCGIKNPRS][A-Z]A|Iza)|GOCSPX|SG\.|mmt\.|g(?:h[pousr]_|ithub_pat_|l[a-z]+-)|"
-                   r"sk[-_]|rk_|x(?:ox|app)|whsec_|ya29\.|npm_|pypi-|hf_|eyJ|[Bb](?i:earer)")
+_HINT = re.compile(r"=|:|-----|A(?:[BCGIKNPRS][A-Z]A|Iza)|GOCSPX|SG\.|m(?:mt\.|achine|ysql|ariadb)|"
+                   r"g(?:h[pousr]_|ithub_pat_|l[a-z]+-)|"
+                   r"sk[-_]|rk_|x(?:ox|app)|whsec_|ya29\.|npm_|p(?:ypi-|assword\s)|hf_|eyJ|[Bb](?i:earer)")
 
 
 class Redactor:
@@ -62,22 +66,57 @@ class Redactor:
                 count += found
         return text, count
 
+    def redact_field(self, key: str, text: str) -> tuple[str, int]:
+        """A string stored under a key (meta, metadata, a context value): under a key that names a
+        secret (`db_password`, `githubToken`) the whole value is one, unless it is plainly not;
+        elsewhere the text is redacted as any text is."""
+        if _secret_key(key) and not text.startswith("[REDACTED") and plausible_assigned_secret(text, quoted=True) \
+                and not any(p.search(text) for p in self.allowlist):
+            return MARKER.format(name="password"), 1
+        return self.redact(text)
+
     def _apply(self, rule: Rule, text: str) -> tuple[str, int]:
         found = 0
+        pieces: list[str] = []
+        last = 0
+        for match in self._matches(rule, text):
+            replacement = self._replacement(rule, match)
+            if replacement is not None:
+                found += 1
+                pieces += (text[last:match.start()], replacement)
+                last = match.end()
+        return ("".join(pieces) + text[last:], found) if found else (text, 0)
 
-        def replace(match: re.Match[str]) -> str:
-            nonlocal found
-            has_group = "secret" in rule.regex.groupindex
-            start, end = match.span("secret") if has_group else match.span()
-            secret = match.string[start:end]
-            if not self._is_secret(rule, match, secret, narrowed=has_group):
-                return match.group(0)
-            found += 1
-            whole_start = match.start()
-            return (match.string[whole_start:start] + MARKER.format(name=rule.name)
-                    + match.string[end:match.end()])
+    def _matches(self, rule: Rule, text: str) -> Iterator[re.Match[str]]:
+        """The rule's matches, left to right, not overlapping. A rule with an anchor is searched only
+        where its anchor (a key word) is: the regex is then tried from the start of the word that
+        holds it, which is ten times cheaper than a search over every position of the text."""
+        lowered = text.lower()
+        if rule.anchor is None or len(lowered) != len(text):
+            yield from rule.regex.finditer(text)
+            return
+        done = 0
+        for hit in rule.anchor.finditer(lowered):
+            at = hit.start()
+            if at < done:
+                continue
+            start = at
+            while start > done and at - start < _REACH and text[start - 1] in _WORD_CHARS:
+                start -= 1
+            match = _first_match(rule.regex, text, start, at)
+            if match is not None:
+                done = match.end()
+                yield match
 
-        return rule.regex.sub(replace, text), found
+    def _replacement(self, rule: Rule, match: re.Match[str]) -> str | None:
+        """The match with its secret replaced by the marker; None when it holds no secret."""
+        groups = rule.regex.groupindex
+        name = "qsecret" if "qsecret" in groups and match.start("qsecret") >= 0 else (
+            "secret" if "secret" in groups else None)
+        start, end = match.span(name) if name else match.span()
+        if not self._is_secret(rule, match, match.string[start:end], narrowed=name is not None):
+            return None
+        return match.string[match.start():start] + MARKER.format(name=rule.name) + match.string[end:match.end()]
 
     def _is_secret(self, rule: Rule, match: re.Match[str], secret: str, *, narrowed: bool) -> bool:
         if secret.startswith("[REDACTED") or any(p.search(secret) for p in self.allowlist):
@@ -86,6 +125,20 @@ class Redactor:
             quoted = bool(match.groupdict().get("quote"))
             return plausible_assigned_secret(secret, quoted=quoted)
         return not (narrowed and (_PLACEHOLDER.match(secret) or secret.lower() in _WORDS))
+
+
+def _first_match(regex: re.Pattern[str], text: str, start: int, end: int) -> re.Match[str] | None:
+    """The regex's match that starts first in text[start:end + 1] (lookbehinds see what is before)."""
+    for position in range(start, end + 1):
+        match = regex.match(text, position)
+        if match is not None:
+            return match
+    return None
+
+
+@lru_cache(maxsize=4096)
+def _secret_key(key: str) -> bool:
+    return SECRET_KEY.fullmatch(key) is not None
 
 
 def _needle_regex(needles: set[str]) -> re.Pattern[str]:
