@@ -37,7 +37,7 @@ class Service:
 
     # sessions
     def create_session(self, project_id: str, meta: dict[str, Any] | None = None) -> Session:
-        return sessions.create(self.db, project_id, meta)
+        return sessions.create(self.db, project_id, meta, cleaner=self.cleaner)
 
     def get_session(self, session_id: str) -> Session:
         return sessions.get(self.db, session_id)
@@ -49,7 +49,7 @@ class Service:
         return sessions.list_(self.db, project_id=project_id, agent_source=agent_source, limit=limit, cursor=cursor)
 
     def update_session_meta(self, session_id: str, meta: dict[str, Any]) -> Session:
-        return sessions.update_meta(self.db, session_id, meta)
+        return sessions.update_meta(self.db, session_id, meta, cleaner=self.cleaner)
 
     # messages
     def append_message(self, session_id: str, message: Any) -> AppendResult:
@@ -74,23 +74,24 @@ class Service:
 
     # snapshots and forks
     def create_snapshot(self, session_id: str, commit_msg: str = "", meta: dict[str, Any] | None = None) -> Snapshot:
-        return snapshots.create(self.db, session_id, commit_msg, meta)
+        return snapshots.create(self.db, session_id, commit_msg, meta, cleaner=self.cleaner)
 
     def list_snapshots(self, session_id: str) -> list[Snapshot]:
         return snapshots.list_(self.db, session_id)
 
     def load_snapshot(self, snapshot_id: int, meta: dict[str, Any] | None = None) -> Forked:
-        return snapshots.fork(self.db, snapshot_id, meta)
+        return snapshots.fork(self.db, snapshot_id, meta, cleaner=self.cleaner)
 
     # decisions, context, search, recall ---------------------------------------------------------
     # (rules in core/decisions.py, core/context.py, core/search.py, core/recall.py)
     def record_decision(self, session_id: str, decision_type: str, summary: str, **options: Any) -> DecisionCreated:
         """options: status, rationale, message_seq, metadata, alternatives, supersedes, visibility."""
-        return decisions.record(self.db, session_id, decision_type, summary, **options)
+        return decisions.record(self.db, session_id, decision_type, summary, cleaner=self.cleaner, **options)
 
     def update_decision(self, decision_id: str, expected_version: int, **changes: Any) -> DecisionVersion:
         """changes: status, summary, rationale, alternatives, metadata (merged)."""
-        return DecisionVersion(version=decisions.update(self.db, decision_id, expected_version, **changes))
+        return DecisionVersion(version=decisions.update(self.db, decision_id, expected_version, cleaner=self.cleaner,
+                                                        **changes))
 
     def get_decision(self, decision_id: str) -> Decision:
         return decisions.get(self.db, decision_id)
@@ -100,7 +101,7 @@ class Service:
         return DecisionList(decisions=decisions.search(self.db, query, **filters))
 
     def set_context(self, session_id: str, key: str, value: Any) -> ContextSet:
-        return context.set_(self.db, session_id, key, value)
+        return context.set_(self.db, session_id, key, value, cleaner=self.cleaner)
 
     def get_context(self, session_id: str, key: str | None = None) -> ContextOut:
         return context.get(self.db, session_id, key)
@@ -128,7 +129,7 @@ class Service:
         return context.list_agents(self.db)
 
     def describe_agent(self, name: str, description: str) -> Agent:
-        return context.describe_agent(self.db, name, description)
+        return context.describe_agent(self.db, name, description, cleaner=self.cleaner)
 
     def reindex_search(self, project_id: str | None = None, *, full: bool = False) -> int:
         """Index every stored message the search index does not have yet; returns how many.

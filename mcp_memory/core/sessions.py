@@ -12,6 +12,7 @@ from ..errors import Invalid, NotFound
 from ..records import Session, SessionList
 from ..store.db import Database
 from ..store.repo import Store
+from .sanitize import Cleaner
 
 MAX_LIST = 200
 SESSION_ID_PREFIX = "ses_"
@@ -40,9 +41,9 @@ def check_meta(meta: Any, *, field: str = "meta") -> dict[str, Any]:
     return meta
 
 
-def create(db: Database, project_id: str, meta: dict[str, Any] | None) -> Session:
+def create(db: Database, project_id: str, meta: dict[str, Any] | None, *, cleaner: Cleaner) -> Session:
     project_id = check_project(project_id)
-    meta = {k: v for k, v in check_meta(meta).items() if v is not None}
+    meta = clean_meta({k: v for k, v in check_meta(meta).items() if v is not None}, cleaner)
     with db.transaction() as conn:
         return Store(conn).insert_session(
             session_id=new_session_id(),
@@ -77,11 +78,12 @@ def list_(
     return SessionList(sessions=sessions, next_cursor=next_cursor)
 
 
-def update_meta(db: Database, session_id: str, meta: Any) -> Session:
+def update_meta(db: Database, session_id: str, meta: Any, *, cleaner: Cleaner) -> Session:
     """Shallow merge: keys in `meta` replace stored ones; a key set to null is removed."""
     if not isinstance(meta, dict):
         raise Invalid("meta must be a JSON object")
     check_meta({k: v for k, v in meta.items() if v is not None})
+    meta = clean_meta(meta, cleaner)
     set_ = {k: v for k, v in meta.items() if v is not None}
     remove = [k for k, v in meta.items() if v is None]
     columns = {k: meta[k] for k in ("title", "agent_source") if k in meta}
@@ -90,6 +92,11 @@ def update_meta(db: Database, session_id: str, meta: Any) -> Session:
     if session is None:
         raise NotFound(f"session {session_id} does not exist")
     return session
+
+
+def clean_meta(meta: dict[str, Any], cleaner: Cleaner) -> dict[str, Any]:
+    """Session meta as it is stored: secrets redacted in every value, the title included."""
+    return cleaner.clean_value(meta)[0]
 
 
 def encode_cursor(session: Session) -> str:
