@@ -1,4 +1,6 @@
-"""Cleaning applied to every payload before it is stored, whatever the transport or import.
+"""Cleaning applied to every stored text before it is stored, whatever the transport or import: message
+payloads (`clean`), and session meta, titles, snapshot commit messages, decisions and context values
+(`clean_text`, `clean_value`; the core modules call them before the store's write functions).
 
 Two jobs: PostgreSQL cannot hold U+0000, and secrets must not reach the database (seed 1 §8,
 "脱敏红线"). Opaque provider data is left byte-identical: a thinking `signature`, encrypted
