@@ -92,6 +92,11 @@ AZURE = "Zm9v" + "YmFyYmF6cXV4" * 7
         ("postgresql://app:p@ss-w0rd@db:5432/x", "postgresql://app:[REDACTED:url_password]@db:5432/x"),
         ("token=45ghiukldjahdnhzdauz9&token_type_hint=refresh_token",
          "token=[REDACTED:password]&token_type_hint=refresh_token"),
+        ("host=db port=5432 user=app password=qMYgmbmfyx dbname=prod",
+         "host=db port=5432 user=app password=[REDACTED:dsn_password] dbname=prod"),
+        ('key = "-----BEGIN PRIVATE KEY-----\\\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcw\\\\n-----END PRIVATE KEY-----"',
+         'key = "[REDACTED:private_key]"'),
+        ("İstanbul: password=Tr0ub4dor&3", "İstanbul: password=[REDACTED:password]"),
     ],
 )
 def test_new_shapes_are_caught_whole(text: str, expected: str) -> None:
@@ -105,9 +110,20 @@ def test_new_shapes_are_caught_whole(text: str, expected: str) -> None:
     "raise ValueError('password must be at least 8 characters')", "AccountKey=<your-account-key>",
     "const dbPassword = process.env.DB_PASSWORD;", "this.accessToken = accessToken;", "at 12:34:56 then 1920:1080",
     "git@github.com:org/repo.git", "https://example.com/?email=a@b.com", "http://host:8080/a@b",
+    "conn = psycopg.connect(host=host, password=password, dbname=db)", "host=db user=app password=$PGPASSWORD",
+    'key="-----BEGIN PRIVATE KEY-----\\\\nXXXX\\\\nXXXX\\\\n-----END PRIVATE KEY-----"',
+    "a PEM file starts with -----BEGIN RSA PRIVATE KEY-----, then base64",
 ])
 def test_look_alikes_are_untouched(text: str) -> None:
     assert Redactor().redact(text) == (text, 0)
+
+
+def test_redaction_is_idempotent_on_the_whole_corpus() -> None:
+    """Redacting redacted text changes nothing (an append retried after redaction keeps its hash)."""
+    redactor = Redactor()
+    for item in CORPUS["secrets"] + CORPUS["benign"]:
+        once, _ = redactor.redact(item["text"])
+        assert redactor.redact(once) == (once, 0), item
 
 
 def test_a_value_under_a_secret_key_is_judged_as_a_secret() -> None:

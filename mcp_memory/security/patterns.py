@@ -43,9 +43,9 @@ def _rule(name: str, pattern: str, *, flags: int = 0, check_value: bool = False)
 
 _B = r"(?<![A-Za-z0-9_\-])"  # a token starts here (not inside a longer word)
 _E = r"(?![A-Za-z0-9_\-])"  # and ends here
-# an assignment value: no whitespace, quotes, backslashes, brackets or separators (`&` ends a
-# query-string parameter and a shell command)
-_VALUE = r"""[^\s"'`\\,;(){}\[\]<>|&]+"""
+# one character of an assignment value: no whitespace, quotes, backslashes, brackets or separators,
+# and no `&` that starts the next query-string parameter (`token=…&scope=read`)
+_VALUE = r"""(?:[^\s"'`\\,;(){}\[\]<>|&]|&(?![A-Za-z_][A-Za-z0-9_.\-]*=))"""
 _KEY_WORDS = (
     r"passwd|password|passphrase|pass|pwd|secret|secret[_-]?key|client[_-]?secret|api[_-]?key|apikey|"
     r"access[_-]?key|account[_-]?key|storage[_-]?key|shared[_-]?access[_-]?key|master[_-]?key|signing[_-]?key|"
@@ -60,13 +60,16 @@ SECRET_KEY = re.compile(_ASSIGN_KEY.removeprefix("(?<![A-Za-z0-9])"))
 # a quoted value runs to its closing quote (a passphrase has spaces); an unquoted one to a separator
 _QUOTED = r"""(?P<quote>["'`])(?P<qsecret>(?:(?!(?P=quote))[^\\\n]){1,4096})(?P=quote)"""
 # (all of it, or none: `token = cache.get(key)` is a call, not a shorter value)
-_ASSIGNED = rf"(?:{_QUOTED}|(?P<secret>{_VALUE}+)(?!\())"
+_ASSIGNED = rf"(?:{_QUOTED}|(?P<secret>{_VALUE}++)(?!\())"
 
 BUILTIN: tuple[Rule, ...] = (
+    # the body may sit in escaped text (`\\n`, `\\\\n` in code); a header with no key body after it (a
+    # placeholder, prose about the format) is left alone
     _rule("private_key",
           r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-          r"(?:(?:[A-Za-z0-9+/=:\-\s]|\\[nr])*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-          r"|(?:[A-Za-z0-9+/=\s]|\\[nr])*)"),
+          r"(?=(?:[\s:=\-]|\\+[nr])*(?:[A-Za-z0-9+/](?:[\s=]|\\+[nr])*){24})"
+          r"(?:(?:[A-Za-z0-9+/=:\-\s]|\\+[nr])*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+          r"|(?:[A-Za-z0-9+/=\s]|\\+[nr])*)"),
     _rule("mcp_memory_token", _B + r"mmt\.[a-z][a-z0-9_\-]{0,62}\.[A-Za-z0-9_\-]{43}" + _E),
     _rule("aws_access_key",
           r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA|ASCA)[A-Z0-9]{16}(?![A-Z0-9])"),
@@ -105,6 +108,10 @@ BUILTIN: tuple[Rule, ...] = (
     _rule("netrc_password",
           r"\b(?:machine\s+\S+|default)(?:\s+(?:login|account|port)\s+\S+)*\s+password\s+(?P<secret>\S+)",
           check_value=True),
+    # libpq's key=value conninfo (`host=db user=app password=…`): the value is a literal, whatever it looks like
+    _rule("dsn_password",
+          r"(?<![A-Za-z0-9_])(?:host|hostaddr|port|dbname|user)=[^\s'\",;()]+(?:\s+[a-z_]+=[^\s'\",;()]+)*?"
+          r"\s+password=(?P<secret>[^\s'\",;()]+)"),
     _rule("password", _ASSIGN_KEY + r"""["']?\s*(?::=|=>|[:=])\s*""" + _ASSIGNED,
           check_value=True),
 )
@@ -138,6 +145,7 @@ _NEEDLES: dict[str, tuple[str, ...]] = {
     "curl_password": ("curl",),
     "mysql_password": ("mysql", "mariadb"),
     "netrc_password": ("password",),
+    "dsn_password": ("password=",),
     "password": ("pass", "pwd", "secret", "key", "token", "credential"),
 }
 _ANCHORS = {"password": re.compile(r"pass|pwd|secret|key|token|credential")}
