@@ -91,7 +91,7 @@ def test_imported_session_meta_is_redacted(service: Service, settings) -> None:
                              messages=[MessageIn.model_validate({"role": "user", "content": f"my key {AWS}",
                                                                  "append_id": "n1"})])
     [imported] = store_sessions(service, [neutral], project_id="proj")
-    assert imported.error is None and imported.redacted == 1
+    assert imported.error is None and imported.redacted == 3  # the message, the title and the token
     session = service.get_session(imported.session_id)
     assert session.meta["native_id"] == neutral.native_id and session.meta["token"] == "[REDACTED:password]"
     assert_clean(stored_text(settings.dsn))

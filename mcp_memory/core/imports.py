@@ -23,7 +23,7 @@ from ..errors import Invalid, McpMemoryError, Unavailable
 from ..store.imports_repo import Relay, ensure_session, find_relays, fork_for_relay, record_relay
 from ..store.repo import Store
 from .service import Service
-from .sessions import check_project, clean_meta
+from .sessions import check_project
 
 NAMESPACE = uuid.UUID("6f1c2b9e-4d0a-5b8e-9c3f-2a7d1e0b4c55")
 BATCH = 1000
@@ -102,7 +102,7 @@ def project_for(neutral: NeutralSession, explicit: str | None) -> str:
 
 def _store(service: Service, neutral: NeutralSession, sid: str, project: str, parent_sid: str | None,
            result: Imported) -> None:
-    meta = {**_native_meta(service, neutral), "native_id": neutral.native_id, "imported_from": neutral.agent}
+    meta = {**_native_meta(service, neutral, result), "native_id": neutral.native_id, "imported_from": neutral.agent}
     meta.setdefault("agent_source", neutral.agent)
     if neutral.parent_native_id:
         meta["parent"] = {"native_id": neutral.parent_native_id, "tool_call_id": neutral.parent_tool_call_id,
@@ -150,7 +150,7 @@ def record_export(service: Service, session_id: str, written: list[NeutralSessio
 
 
 def _store_relayed(service: Service, neutral: NeutralSession, relay: Relay, result: Imported) -> None:
-    meta = {**_native_meta(service, neutral), "native_id": neutral.native_id, "imported_from": neutral.agent,
+    meta = {**_native_meta(service, neutral, result), "native_id": neutral.native_id, "imported_from": neutral.agent,
             "relayed_from": {"session_id": relay.session_id, "snapshot_id": relay.snapshot_id,
                              "seq": relay.up_to_seq}}
     meta.setdefault("agent_source", neutral.agent)
@@ -169,10 +169,12 @@ def _store_relayed(service: Service, neutral: NeutralSession, relay: Relay, resu
         result.redacted += appended.redacted
 
 
-def _native_meta(service: Service, neutral: NeutralSession) -> dict[str, Any]:
+def _native_meta(service: Service, neutral: NeutralSession, result: Imported) -> dict[str, Any]:
     """The meta read from the native file, as stored: JSON, secrets redacted (a title or cwd can hold
-    one as well as a message can). The ids the import adds itself are not redacted."""
-    return clean_meta(_json_safe(neutral.meta), service.cleaner)
+    one as well as a message can; the report counts them). The ids the import adds are not redacted."""
+    meta, redacted = service.cleaner.clean_value(_json_safe(neutral.meta))
+    result.redacted += redacted
+    return meta
 
 
 def _json_safe(meta: dict[str, Any]) -> dict[str, Any]:
