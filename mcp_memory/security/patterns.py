@@ -101,10 +101,12 @@ BUILTIN: tuple[Rule, ...] = (
           r"(?P<secret>[A-Za-z0-9._~+/\-]{8,}=*)"),
     _rule("bearer_token", r"(?<![A-Za-z])(?i:bearer)\s+(?P<secret>[A-Za-z0-9._~+/\-]{20,}=*)"),
     _rule("telegram_bot_token", r"(?:(?<=bot)|(?<![A-Za-z0-9_:]))\d{8,10}:A[A-Za-z0-9_\-]{34}" + _E),
+    # (the password is looked for in the 16 arguments after the command: an unbounded search from
+    # every "curl" of a long line would take quadratic time)
     _rule("curl_password",
-          r"\bcurl\b[^\n|;&]*?\s(?:-u\s*|--user[\s=]+)[\"']?[^\s:\"'/]*:(?P<secret>[^\s\"'@]{1,200})"),
+          r"\bcurl(?:[ \t]+[^\s|;&]++){0,16}?[ \t]+(?:-u[ \t]*|--user[ \t=]+)[\"']?[^\s:\"'/]*:(?P<secret>[^\s\"'@]{1,200})"),
     _rule("mysql_password",
-          r"\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n|;&]*?\s-p(?P<quote>[\"']?)(?P<secret>[^\s\"'\-][^\s\"']*)"),
+          r"\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)(?:[ \t]+[^\s|;&]++){0,16}?[ \t]+-p(?P<quote>[\"']?)(?P<secret>[^\s\"'\-][^\s\"']*)"),
     _rule("netrc_password",
           r"\b(?:machine\s+\S+|default)(?:\s+(?:login|account|port)\s+\S+)*\s+password\s+(?P<secret>\S+)",
           check_value=True),

@@ -7,6 +7,9 @@ prose, and tool calls whose arguments hold that code; rounds are interleaved so 
 machine's drift weighs on both alike.
 
     python scripts/bench/redaction_bench.py [--messages 5000] [--rounds 5]
+
+Then the worst cases: 200 KB texts built to make a rule work hard (many starts of a match that never
+completes), each against the time the same redactor takes on 200 KB of the real code above.
 """
 
 from __future__ import annotations
@@ -57,6 +60,29 @@ def timed(batch: list[dict], cleaner: Cleaner) -> float:
     return time.perf_counter() - start
 
 
+HOSTILE = {
+    "curl without -u": "curl ", "mysql without -p": "mysql ", "conninfo without password": "host=a ",
+    "unclosed quoted value": 'password="x ', "netrc without password": "machine a login b ",
+    "PEM header without body": "-----BEGIN PRIVATE KEY----- ", "URL without @": "a://b:", "key words": "token_",
+    "Authorization without value": "authorization: ", "Bearer without value": "Bearer ",
+}
+
+
+def worst_cases(size: int = 200_000) -> None:
+    redactor = Redactor()
+    code = "\n".join(m["content"] for m in messages(3000) if m["content"].startswith("Here"))[:size]
+    start = time.perf_counter()
+    redactor.redact(code)
+    limit = time.perf_counter() - start
+    print(f"worst cases, {size // 1000} KB each, against {limit * 1000:.0f} ms for {size // 1000} KB of real code:")
+    for name, unit in HOSTILE.items():
+        text = unit * (size // len(unit))
+        start = time.perf_counter()
+        redactor.redact(text)
+        elapsed = time.perf_counter() - start
+        print(f"  {name:<28} {elapsed * 1000:6.0f} ms  {elapsed / limit:5.1f}×")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--messages", type=int, default=5000)
@@ -75,6 +101,7 @@ def main() -> None:
     print(f"prepare without redaction: {lim:.1f} µs/message (the limit)")
     print(f"prepare with redaction:    {mine:.1f} µs/message")
     print(f"redaction cost:            {mine - lim:.1f} µs/message, ratio {mine / lim:.2f}×")
+    worst_cases()
 
 
 if __name__ == "__main__":
