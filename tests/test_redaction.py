@@ -10,6 +10,8 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mcp_memory.app import build, build_cleaner
 from mcp_memory.config import Settings
@@ -116,6 +118,23 @@ def test_new_shapes_are_caught_whole(text: str, expected: str) -> None:
 ])
 def test_look_alikes_are_untouched(text: str) -> None:
     assert Redactor().redact(text) == (text, 0)
+
+
+# pieces of secrets, keys and separators: their concatenations make texts where one rule's marker
+# (`[REDACTED:password]`, which holds a colon) could look like the start of another rule's match
+FRAGMENTS = st.sampled_from([
+    "password", "dbPassword", "token", "=", ": ", '"', "'", " ", "\n", "&", "@", ":", "//", "postgresql://", "u",
+    "hunter2!", "Tr0ub4dor", "curl -u ", "mysql -p", "machine h login u password ", "-----BEGIN PRIVATE KEY-----",
+    "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC", "-----END PRIVATE KEY-----", "\\n", AWS[:4], AWS[4:], TELEGRAM[:11],
+    TELEGRAM[11:], "host=db ", "password=", "[REDACTED:password]", "Bearer ", "x" * 24, GHP[:4], GHP[4:], "İ", "(", ",",
+])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(FRAGMENTS, max_size=14).map("".join))
+def test_redacting_redacted_text_changes_nothing(text: str) -> None:
+    once, _ = Redactor().redact(text)
+    assert Redactor().redact(once) == (once, 0)
 
 
 def test_redaction_is_idempotent_on_the_whole_corpus() -> None:

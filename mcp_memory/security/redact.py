@@ -22,6 +22,7 @@ from ..errors import ConfigError
 from .patterns import _PLACEHOLDER, _WORDS, BUILTIN, SECRET_KEY, Rule, plausible_assigned_secret
 
 MARKER = "[REDACTED:{name}]"
+_MARKER_START = "[REDACTED:"
 _WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 _REACH = 100  # how far before its key word a key may start (`my_app.database.password`)
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
@@ -115,12 +116,14 @@ class Redactor:
         name = "qsecret" if "qsecret" in groups and match.start("qsecret") >= 0 else (
             "secret" if "secret" in groups else None)
         start, end = match.span(name) if name else match.span()
+        if match.string.endswith(_MARKER_START, 0, start):
+            return None  # the name inside an earlier rule's marker (`[REDACTED:password]`), after its colon
         if not self._is_secret(rule, match, match.string[start:end], narrowed=name is not None):
             return None
         return match.string[match.start():start] + MARKER.format(name=rule.name) + match.string[end:match.end()]
 
     def _is_secret(self, rule: Rule, match: re.Match[str], secret: str, *, narrowed: bool) -> bool:
-        if secret.startswith("[REDACTED") or any(p.search(secret) for p in self.allowlist):
+        if "[REDACTED:" in secret or any(p.search(secret) for p in self.allowlist):
             return False
         if rule.check_value:
             quoted = bool(match.groupdict().get("quote"))
