@@ -137,6 +137,23 @@ def test_redacting_redacted_text_changes_nothing(text: str) -> None:
     assert Redactor().redact(once) == (once, 0)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(["cmd", "password", "env"]), st.lists(FRAGMENTS, max_size=10).map("".join),
+                       max_size=3))
+def test_redacted_json_text_stays_json(value: dict[str, str]) -> None:
+    """Tool-call arguments are JSON text: a replacement never cuts an escape or a string in two."""
+    text = json.dumps(value)
+    redacted, _ = Redactor().redact(text)
+    assert set(json.loads(redacted)) == set(value)
+
+
+def test_a_quoted_value_with_escaped_quotes_is_redacted_whole() -> None:
+    text = json.dumps({"password": 'pa"ss word 42', "cmd": "mysql -p", "next": "token="})
+    redacted, count = Redactor().redact(text)
+    assert count == 1 and json.loads(redacted) == {"password": "[REDACTED:password]", "cmd": "mysql -p",
+                                                   "next": "token="}
+
+
 def test_redaction_is_idempotent_on_the_whole_corpus() -> None:
     """Redacting redacted text changes nothing (an append retried after redaction keeps its hash)."""
     redactor = Redactor()

@@ -57,8 +57,10 @@ _KEY_WORDS = (
 _ASSIGN_KEY = (rf"(?<![A-Za-z0-9])(?:[A-Za-z0-9]+[_.\-]|[A-Za-z][a-z0-9]*(?=[A-Z]))*"
                rf"(?i:{_KEY_WORDS}|pgpassword|mysql_pwd)(?![A-Za-z0-9])")
 SECRET_KEY = re.compile(_ASSIGN_KEY.removeprefix("(?<![A-Za-z0-9])"))
-# a quoted value runs to its closing quote (a passphrase has spaces); an unquoted one to a separator
-_QUOTED = r"""(?P<quote>["'`])(?P<qsecret>(?:(?!(?P=quote))[^\\\n]){1,4096})(?P=quote)"""
+# a quoted value runs to its closing quote (a passphrase has spaces; escaped quotes are part of it, as
+# in JSON text); an unquoted one to a separator
+# (a quote followed by a space or `,:}])` closes the string that holds the assignment: `"token=", "a": …`)
+_QUOTED = r"""(?P<quote>["'`])(?![\s,;:}\])])(?P<qsecret>(?:\\[^\n]|(?!(?P=quote))[^\\\n]){1,4096})(?P=quote)"""
 # (all of it, or none: `token = cache.get(key)` is a call, not a shorter value)
 _ASSIGNED = rf"(?:{_QUOTED}|(?P<secret>{_VALUE}++)(?!\())"
 
@@ -104,16 +106,16 @@ BUILTIN: tuple[Rule, ...] = (
     # (the password is looked for in the 16 arguments after the command: an unbounded search from
     # every "curl" of a long line would take quadratic time)
     _rule("curl_password",
-          r"\bcurl(?:[ \t]+[^\s|;&]++){0,16}?[ \t]+(?:-u[ \t]*|--user[ \t=]+)[\"']?[^\s:\"'/]*:(?P<secret>[^\s\"'@]{1,200})"),
+          r"\bcurl(?:[ \t]+[^\s|;&]++){0,16}?[ \t]+(?:-u[ \t]*|--user[ \t=]+)[\"']?[^\s:\"'/]*:(?P<secret>[^\s\"'@\\]{1,200})"),
     _rule("mysql_password",
-          r"\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)(?:[ \t]+[^\s|;&]++){0,16}?[ \t]+-p(?P<quote>[\"']?)(?P<secret>[^\s\"'\-][^\s\"']*)"),
+          r"\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)(?:[ \t]+[^\s|;&]++){0,16}?[ \t]+-p(?:(?P<quote>[\"'])(?P<qsecret>[^\s\"'\\]{1,200})(?P=quote)|(?P<secret>[^\s\"'\\\-][^\s\"'\\]*))"),
     _rule("netrc_password",
-          r"\b(?:machine\s+\S+|default)(?:\s+(?:login|account|port)\s+\S+)*\s+password\s+(?P<secret>\S+)",
+          r"\b(?:machine\s+\S+|default)(?:\s+(?:login|account|port)\s+\S+)*\s+password\s+(?P<secret>[^\s\"'\\]+)",
           check_value=True),
     # libpq's key=value conninfo (`host=db user=app password=…`): the value is a literal, whatever it looks like
     _rule("dsn_password",
-          r"(?<![A-Za-z0-9_])(?:host|hostaddr|port|dbname|user)=[^\s'\",;()]+(?:\s+[a-z_]+=[^\s'\",;()]+)*?"
-          r"\s+password=(?P<secret>[^\s'\",;()]+)"),
+          r"(?<![A-Za-z0-9_])(?:host|hostaddr|port|dbname|user)=[^\s'\",;()\\]+(?:\s+[a-z_]+=[^\s'\",;()\\]+)*?"
+          r"\s+password=(?P<secret>[^\s'\",;()\\]+)"),
     _rule("password", _ASSIGN_KEY + r"""["']?\s*(?::=|=>|[:=])\s*""" + _ASSIGNED,
           check_value=True),
 )
