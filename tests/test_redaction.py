@@ -154,6 +154,15 @@ def test_a_quoted_value_with_escaped_quotes_is_redacted_whole() -> None:
                                                    "next": "token="}
 
 
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="passwordtokenkeysecret:aws-k_ghpglxocurlmysqlmachine=eyjhfnpmi./İ", max_size=60))
+def test_one_needle_search_picks_the_rules_that_may_match(text: str) -> None:
+    """Redactor._candidates (one search for all needles) = the rules whose own may_match says yes."""
+    for redactor in (Redactor(), from_config({"patterns": {"ticket": r"TCK-\d{6}"}})):
+        lowered = text.lower()
+        assert redactor._candidates(lowered) == [i for i, rule in enumerate(redactor.rules) if rule.may_match(lowered)]
+
+
 def test_redaction_is_idempotent_on_the_whole_corpus() -> None:
     """Redacting redacted text changes nothing (an append retried after redaction keeps its hash)."""
     redactor = Redactor()
