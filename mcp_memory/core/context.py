@@ -12,6 +12,7 @@ from ..operations import MAX_KEY
 from ..store.db import Database
 from ..store.memory_repo import MemoryStore
 from ..store.repo import Store
+from .sanitize import Cleaner
 
 MAX_VALUE_BYTES = 64 * 1024
 
@@ -24,7 +25,7 @@ def check_key(key: Any) -> str:
     return key
 
 
-def set_(db: Database, session_id: str, key: Any, value: Any) -> ContextSet:
+def set_(db: Database, session_id: str, key: Any, value: Any, *, cleaner: Cleaner) -> ContextSet:
     key = check_key(key)
     try:
         size = len(json.dumps(value, ensure_ascii=False).encode())
@@ -32,6 +33,8 @@ def set_(db: Database, session_id: str, key: Any, value: Any) -> ContextSet:
         raise Invalid("value must be JSON (a string, number, boolean, list or object)") from None
     if size > MAX_VALUE_BYTES:
         raise Invalid(f"value is {size} bytes; at most {MAX_VALUE_BYTES}")
+    # the key names the value: a string under `db_password` is judged as a secret
+    value = cleaner.clean_value({key: value})[0][key]
     with db.transaction() as conn:
         stored = MemoryStore(conn).set_context(session_id, key, value)
     if stored is None:
@@ -58,8 +61,9 @@ def list_agents(db: Database) -> list[Agent]:
         return MemoryStore(conn).list_agents()
 
 
-def describe_agent(db: Database, name: Any, description: Any) -> Agent:
+def describe_agent(db: Database, name: Any, description: Any, *, cleaner: Cleaner) -> Agent:
     if not isinstance(name, str) or not name.strip() or not isinstance(description, str):
         raise Invalid("an agent needs a non-empty name and a description string")
+    description = cleaner.clean_text(description)[0] or ""
     with db.transaction() as conn:
         return MemoryStore(conn).describe_agent(name, description)

@@ -19,6 +19,7 @@ from ..store.db import Database
 from ..store.memory_repo import MemoryStore
 from ..store.repo import Store
 from ..store.search_repo import SearchStore
+from .sanitize import Cleaner
 from .search import check_limit, check_query, check_time
 
 STATUSES = ("proposed", "accepted", "rejected", "superseded")
@@ -80,7 +81,7 @@ def decision_text(decision_type: str, summary: str, rationale: str | None, alter
 def record(
     db: Database, session_id: str, decision_type: Any, summary: Any, *, status: Any = "accepted",
     rationale: Any = None, message_seq: Any = None, metadata: Any = None, alternatives: Any = None,
-    supersedes: Any = None, visibility: Any = "team",
+    supersedes: Any = None, visibility: Any = "team", cleaner: Cleaner,
 ) -> DecisionCreated:
     decision_type = check_text(decision_type, "decision_type", required=True, limit=MAX_DECISION_TYPE)
     summary = check_text(summary, "summary", required=True)
@@ -91,6 +92,9 @@ def record(
         raise Invalid("visibility must be one of " + ", ".join(VISIBILITIES))
     if message_seq is not None and (not isinstance(message_seq, int) or isinstance(message_seq, bool) or message_seq < 1):
         raise Invalid("message_seq must be a positive integer")
+    decision_type = cleaner.clean_text(decision_type)[0] or ""
+    summary, rationale, cleaned, metadata = _clean(cleaner, summary, rationale, alts, check_metadata(metadata))
+    alts = cleaned or []
     doc = index_text(decision_text(decision_type, summary, rationale, alts))
     decision_id = new_decision_id()
     with db.transaction() as conn:
@@ -104,14 +108,14 @@ def record(
         created = MemoryStore(conn).insert_decision(
             session_id=session_id, decision_id=decision_id, project_id=session.project_id, message_seq=message_seq,
             decision_type=decision_type, summary=summary, status=status, rationale=rationale, alternatives=alts,
-            supersedes=supersedes, metadata=check_metadata(metadata), visibility=visibility, tsv=doc.tsv,
+            supersedes=supersedes, metadata=metadata, visibility=visibility, tsv=doc.tsv,
         )
     return DecisionCreated(decision_id=created.decision_id, version=created.version)
 
 
 def update(
     db: Database, decision_id: str, expected_version: Any, *, status: Any = None, summary: Any = None,
-    rationale: Any = None, alternatives: Any = None, metadata: Any = None,
+    rationale: Any = None, alternatives: Any = None, metadata: Any = None, cleaner: Cleaner,
 ) -> int:
     """Change status / summary / rationale / alternatives / metadata (merged) if the version still matches."""
     if not isinstance(expected_version, int) or isinstance(expected_version, bool) or expected_version < 1:
@@ -120,7 +124,7 @@ def update(
     summary = check_text(summary, "summary", required=True) if summary is not None else None
     rationale = check_text(rationale, "rationale")
     alts = check_alternatives(alternatives) if alternatives is not None else None
-    extra = check_metadata(metadata)
+    summary, rationale, alts, extra = _clean(cleaner, summary, rationale, alts, check_metadata(metadata))
     with db.transaction() as conn:
         store = MemoryStore(conn)
         current = store.get_decision(decision_id)
@@ -137,6 +141,16 @@ def update(
                   "alternatives": new_alts, "metadata": {**current.metadata, **extra}, "tsv": tsv}
         # the database checks the version again under the row lock: a change in between is a conflict
         return store.update_decision(decision_id, expected_version, **fields)
+
+
+def _clean(
+    cleaner: Cleaner, summary: str | None, rationale: str | None, alternatives: list[dict[str, Any]] | None,
+    metadata: dict[str, Any],
+) -> tuple[str | None, str | None, list[dict[str, Any]] | None, dict[str, Any]]:
+    """The decision's texts as they are stored and indexed: secrets redacted (before the search
+    document is built, so a secret is not findable either)."""
+    return (cleaner.clean_text(summary)[0], cleaner.clean_text(rationale)[0],
+            cleaner.clean_value(alternatives)[0], cleaner.clean_value(metadata)[0])
 
 
 def get(db: Database, decision_id: str) -> Decision:

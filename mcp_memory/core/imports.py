@@ -102,7 +102,7 @@ def project_for(neutral: NeutralSession, explicit: str | None) -> str:
 
 def _store(service: Service, neutral: NeutralSession, sid: str, project: str, parent_sid: str | None,
            result: Imported) -> None:
-    meta = _json_safe({**neutral.meta, "native_id": neutral.native_id, "imported_from": neutral.agent})
+    meta = {**_native_meta(service, neutral, result), "native_id": neutral.native_id, "imported_from": neutral.agent}
     meta.setdefault("agent_source", neutral.agent)
     if neutral.parent_native_id:
         meta["parent"] = {"native_id": neutral.parent_native_id, "tool_call_id": neutral.parent_tool_call_id,
@@ -150,9 +150,9 @@ def record_export(service: Service, session_id: str, written: list[NeutralSessio
 
 
 def _store_relayed(service: Service, neutral: NeutralSession, relay: Relay, result: Imported) -> None:
-    meta = _json_safe({**neutral.meta, "native_id": neutral.native_id, "imported_from": neutral.agent,
-                       "relayed_from": {"session_id": relay.session_id, "snapshot_id": relay.snapshot_id,
-                                        "seq": relay.up_to_seq}})
+    meta = {**_native_meta(service, neutral, result), "native_id": neutral.native_id, "imported_from": neutral.agent,
+            "relayed_from": {"session_id": relay.session_id, "snapshot_id": relay.snapshot_id,
+                             "seq": relay.up_to_seq}}
     meta.setdefault("agent_source", neutral.agent)
     title = meta.get("title") if isinstance(meta.get("title"), str) else None
     with service.db.transaction() as conn:
@@ -167,6 +167,14 @@ def _store_relayed(service: Service, neutral: NeutralSession, relay: Relay, resu
         result.new += appended.duplicates.count(False)
         result.duplicates += appended.duplicates.count(True)
         result.redacted += appended.redacted
+
+
+def _native_meta(service: Service, neutral: NeutralSession, result: Imported) -> dict[str, Any]:
+    """The meta read from the native file, as stored: JSON, secrets redacted (a title or cwd can hold
+    one as well as a message can; the report counts them). The ids the import adds are not redacted."""
+    meta, redacted = service.cleaner.clean_value(_json_safe(neutral.meta))
+    result.redacted += redacted
+    return meta
 
 
 def _json_safe(meta: dict[str, Any]) -> dict[str, Any]:

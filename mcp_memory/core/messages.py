@@ -76,9 +76,11 @@ def _prepare(raw: Sequence[Any], *, max_bytes: int, cleaner: Cleaner, field: str
         text = canonical.decode()
         redacted = 0
         if cleaner.may_change(text):  # most payloads: nothing to clean, no walk
-            payload, redacted = cleaner.clean(payload)
-            canonical = canonical_json(payload)
-            text = canonical.decode()
+            cleaned, redacted = cleaner.clean(payload)
+            if cleaned is not payload:  # the walk returns the payload itself when it changed nothing
+                payload = cleaned
+                canonical = canonical_json(payload)
+                text = canonical.decode()
         if len(canonical) > max_bytes:
             name = field if field == "message" else f"{field}[{index}]"
             raise Invalid(size_error(payload, field=name, size=len(canonical), max_bytes=max_bytes))

@@ -1,4 +1,6 @@
-"""Cleaning applied to every payload before it is stored, whatever the transport or import.
+"""Cleaning applied to every stored text before it is stored, whatever the transport or import: message
+payloads (`clean`), and session meta, titles, snapshot commit messages, decisions and context values
+(`clean_text`, `clean_value`; the core modules call them before the store's write functions).
 
 Two jobs: PostgreSQL cannot hold U+0000, and secrets must not reach the database (seed 1 §8,
 "脱敏红线"). Opaque provider data is left byte-identical: a thinking `signature`, encrypted
@@ -23,6 +25,8 @@ OPAQUE_KEYS = frozenset({
 
 class Redacting(Protocol):
     def redact(self, text: str) -> tuple[str, int]: ...
+
+    def redact_field(self, key: str, text: str) -> tuple[str, int]: ...
 
     def may_match(self, text: str) -> bool: ...
 
@@ -60,15 +64,28 @@ class Cleaner:
         return "\\u0000" in payload_json or (self.redactor is not None and self.redactor.may_match(payload_json))
 
     def clean(self, payload: dict[str, Any]) -> tuple[dict[str, Any], int]:
-        count = 0
-        redact = self.redactor.redact if self.redactor is not None else None
+        """A message payload, cleaned (opaque provider fields kept as they are)."""
+        return self.clean_value(payload)
 
-        def text(value: str, opaque: bool) -> str:
+    def clean_text(self, value: str | None) -> tuple[str | None, int]:
+        """One stored text (a summary, a commit message): NUL replaced, secrets redacted."""
+        if value is None:
+            return None, 0
+        return self.clean_value(value)
+
+    def clean_value(self, value: Any) -> tuple[Any, int]:
+        """Any JSON value that is stored (session meta, a context value, decision metadata): every
+        string in it is cleaned as a payload's strings are; keys stay as they are."""
+        count = 0
+        redactor = self.redactor
+
+        def text(value: str, opaque: bool, key: Any = None) -> str:
             nonlocal count
             if "\x00" in value:
                 value = value.replace("\x00", NUL_REPLACEMENT)
-            if redact is not None and not opaque:
-                cleaned, found = redact(value)
+            if redactor is not None and not opaque:
+                # under a key that names a secret (`"db_password": "…"`) the value is judged as one
+                cleaned, found = redactor.redact_field(key, value) if type(key) is str else redactor.redact(value)
                 if found:
                     count += found
                     return cleaned
@@ -87,7 +104,7 @@ class Cleaner:
                     new_key = _nul_free(key) if isinstance(key, str) else key
                     new_item: Any
                     if type(item) is str:  # most values: no call to walk
-                        new_item = text(item, opaque or key in skip)
+                        new_item = text(item, opaque or key in skip, key)
                     elif type(item) is int or item is None:
                         new_item = item
                     else:
@@ -101,4 +118,4 @@ class Cleaner:
                 return value if unchanged else new_list
             return value
 
-        return walk(payload, False), count
+        return walk(value, False), count

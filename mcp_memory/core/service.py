@@ -46,7 +46,7 @@ class Service:
 
     # sessions (each operation's arguments are those of its input model in operations.py)
     def create_session(self, project_id: str, meta: dict[str, Any] | None = None) -> Session:
-        return sessions.create(self.db, project_id, meta)
+        return sessions.create(self.db, project_id, meta, cleaner=self.cleaner)
 
     def get_session(self, session_id: str) -> Session:
         return sessions.get(self.db, session_id)
@@ -58,7 +58,7 @@ class Service:
         return sessions.list_(self.db, project_id=project_id, agent_source=agent_source, limit=limit, cursor=cursor)
 
     def update_session_meta(self, session_id: str, meta: dict[str, Any]) -> Session:
-        return sessions.update_meta(self.db, session_id, meta)
+        return sessions.update_meta(self.db, session_id, meta, cleaner=self.cleaner)
 
     # messages
     def append_message(self, session_id: str, message: MessageIn | dict[str, Any]) -> AppendResult:
@@ -92,13 +92,13 @@ class Service:
 
     # snapshots and forks
     def create_snapshot(self, session_id: str, commit_msg: str = "", meta: dict[str, Any] | None = None) -> Snapshot:
-        return snapshots.create(self.db, session_id, commit_msg, meta)
+        return snapshots.create(self.db, session_id, commit_msg, meta, cleaner=self.cleaner)
 
     def list_snapshots(self, session_id: str) -> list[Snapshot]:
         return snapshots.list_(self.db, session_id)
 
     def load_snapshot(self, snapshot_id: int, meta: dict[str, Any] | None = None) -> Forked:
-        return snapshots.fork(self.db, snapshot_id, meta)
+        return snapshots.fork(self.db, snapshot_id, meta, cleaner=self.cleaner)
 
     # decisions, context, search, recall ---------------------------------------------------------
     # (rules in core/decisions.py, core/context.py, core/hybrid.py, core/recall.py)
@@ -108,7 +108,8 @@ class Service:
         alternatives: Sequence[Alternative | dict[str, Any] | str] | None = None, supersedes: str | None = None,
         visibility: Visibility = "team",
     ) -> DecisionCreated:
-        return decisions.record(self.db, session_id, decision_type, summary, status=status, rationale=rationale,
+        return decisions.record(self.db, session_id, decision_type, summary, cleaner=self.cleaner, status=status,
+                                rationale=rationale,
                                 message_seq=message_seq, metadata=metadata, alternatives=alternatives,
                                 supersedes=supersedes, visibility=visibility)
 
@@ -120,7 +121,8 @@ class Service:
     ) -> DecisionVersion:
         """metadata is merged into the stored one."""
         return DecisionVersion(version=decisions.update(
-            self.db, decision_id, expected_version, status=status, summary=summary, rationale=rationale,
+            self.db, decision_id, expected_version, cleaner=self.cleaner, status=status, summary=summary,
+            rationale=rationale,
             alternatives=alternatives, metadata=metadata))
 
     def get_decision(self, decision_id: str) -> Decision:
@@ -137,7 +139,7 @@ class Service:
             agent_source=agent_source, session_id=session_id, since=since, until=until, limit=limit))
 
     def set_context(self, session_id: str, key: str, value: Any) -> ContextSet:
-        return context.set_(self.db, session_id, key, value)
+        return context.set_(self.db, session_id, key, value, cleaner=self.cleaner)
 
     def get_context(self, session_id: str, key: str | None = None) -> ContextOut:
         return context.get(self.db, session_id, key)
@@ -170,7 +172,7 @@ class Service:
         return context.list_agents(self.db)
 
     def describe_agent(self, name: str, description: str) -> Agent:
-        return context.describe_agent(self.db, name, description)
+        return context.describe_agent(self.db, name, description, cleaner=self.cleaner)
 
     def reindex_search(self, project_id: str | None = None, *, full: bool = False) -> int:
         """Index every stored message the search index does not have yet; returns how many.

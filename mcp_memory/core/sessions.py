@@ -14,6 +14,7 @@ from ..operations import MAX_SESSIONS as MAX_LIST
 from ..records import Session, SessionList
 from ..store.db import Database
 from ..store.repo import Store
+from .sanitize import Cleaner
 
 SESSION_ID_PREFIX = "ses_"
 
@@ -41,9 +42,9 @@ def check_meta(meta: Any, *, field: str = "meta") -> dict[str, Any]:
     return meta
 
 
-def create(db: Database, project_id: str, meta: dict[str, Any] | None) -> Session:
+def create(db: Database, project_id: str, meta: dict[str, Any] | None, *, cleaner: Cleaner) -> Session:
     project_id = check_project(project_id)
-    meta = {k: v for k, v in check_meta(meta).items() if v is not None}
+    meta = clean_meta({k: v for k, v in check_meta(meta).items() if v is not None}, cleaner)
     with db.transaction() as conn:
         return Store(conn).insert_session(
             session_id=new_session_id(),
@@ -86,11 +87,12 @@ def without_native(session: Session) -> Session:
     return session.model_copy(update={"meta": {k: v for k, v in session.meta.items() if k != "native"}})
 
 
-def update_meta(db: Database, session_id: str, meta: Any) -> Session:
+def update_meta(db: Database, session_id: str, meta: Any, *, cleaner: Cleaner) -> Session:
     """Shallow merge: keys in `meta` replace stored ones; a key set to null is removed."""
     if not isinstance(meta, dict):
         raise Invalid("meta must be a JSON object")
     check_meta({k: v for k, v in meta.items() if v is not None})
+    meta = clean_meta(meta, cleaner)
     set_ = {k: v for k, v in meta.items() if v is not None}
     remove = [k for k, v in meta.items() if v is None]
     columns = {k: meta[k] for k in ("title", "agent_source") if k in meta}
@@ -99,6 +101,11 @@ def update_meta(db: Database, session_id: str, meta: Any) -> Session:
     if session is None:
         raise NotFound(f"session {session_id} does not exist")
     return session
+
+
+def clean_meta(meta: dict[str, Any], cleaner: Cleaner) -> dict[str, Any]:
+    """Session meta as it is stored: secrets redacted in every value, the title included."""
+    return cleaner.clean_value(meta)[0]
 
 
 def encode_cursor(session: Session) -> str:

@@ -9,17 +9,22 @@ from ..operations import MAX_TEXT as MAX_COMMIT_MSG
 from ..records import Forked, Snapshot
 from ..store.db import Database
 from ..store.repo import Store
-from .sessions import check_meta, new_session_id
+from .sanitize import Cleaner
+from .sessions import check_meta, clean_meta, new_session_id
 
 
-def create(db: Database, session_id: str, commit_msg: str, meta: dict[str, Any] | None = None) -> Snapshot:
+def create(db: Database, session_id: str, commit_msg: str, meta: dict[str, Any] | None = None, *,
+           cleaner: Cleaner) -> Snapshot:
     """The pointer, its export job and the archiver's wake-up NOTIFY, in one transaction."""
     if not isinstance(commit_msg, str):
         raise Invalid("commit_msg must be a string")
     if len(commit_msg) > MAX_COMMIT_MSG:
         raise Invalid(f"commit_msg must be at most {MAX_COMMIT_MSG} characters")
+    # the commit message and meta go into the git archive too: redacted before either sees them
+    commit_msg = cleaner.clean_text(commit_msg)[0] or ""
+    meta = clean_meta(check_meta(meta), cleaner)
     with db.transaction() as conn:
-        return Store(conn).insert_snapshot(session_id, commit_msg, check_meta(meta))
+        return Store(conn).insert_snapshot(session_id, commit_msg, meta)
 
 
 def list_(db: Database, session_id: str) -> list[Snapshot]:
@@ -30,10 +35,10 @@ def list_(db: Database, session_id: str) -> list[Snapshot]:
         return store.list_snapshots(session_id)
 
 
-def fork(db: Database, snapshot_id: Any, meta: dict[str, Any] | None = None) -> Forked:
+def fork(db: Database, snapshot_id: Any, meta: dict[str, Any] | None = None, *, cleaner: Cleaner) -> Forked:
     """Always a NEW session: the parent's history up to the snapshot, then its own (zero-copy)."""
     snapshot_id = check_snapshot_id(snapshot_id)
-    meta = {k: v for k, v in check_meta(meta).items() if v is not None}
+    meta = clean_meta({k: v for k, v in check_meta(meta).items() if v is not None}, cleaner)
     with db.transaction() as conn:
         store = Store(conn)
         snapshot = store.get_snapshot(snapshot_id)

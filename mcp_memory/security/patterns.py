@@ -6,9 +6,12 @@ replaces only that group, so the context a reader needs survives: `password=[RED
 
 Sources for the formats: the providers' own documentation of key prefixes (AWS IAM unique-id
 prefixes, GitHub's 2021 token format, GitLab token prefixes, Slack token types, Stripe key prefixes,
-Google API keys, RFC 7519 for JWTs, RFC 7468 for PEM). Values are matched without quotes,
-backslashes or braces, so a replacement inside a JSON-encoded string (tool_call arguments) keeps the
-JSON valid.
+Google API keys, RFC 7519 for JWTs, RFC 7468 for PEM, the Telegram Bot API's `<bot id>:<secret>`
+tokens, Azure connection strings' `AccountKey=`/`SharedAccessKey=`), and the manuals of the tools
+that take a password on their command line or in a file (curl's `-u user:password`, the MySQL and
+MariaDB clients' `-pPASSWORD`, netrc's `machine … login … password …`). Unquoted values are matched
+without quotes, backslashes or braces, quoted ones up to their closing quote, so a replacement
+inside a JSON-encoded string (tool_call arguments) keeps the JSON valid.
 """
 
 from __future__ import annotations
@@ -26,6 +29,9 @@ class Rule:
     # lower-case substrings of which every match holds one: the regex runs only on text that
     # contains one of them (an `in` test is far cheaper than a regex over every string)
     needles: tuple[str, ...] = ()
+    # a regex over the lower-cased text that every match holds (its key word): the rule's regex is
+    # then tried only where the anchor is (security/redact.py, Redactor._matches)
+    anchor: re.Pattern[str] | None = None
 
     def may_match(self, lowered: str) -> bool:
         return not self.needles or any(needle in lowered for needle in self.needles)
@@ -37,28 +43,46 @@ def _rule(name: str, pattern: str, *, flags: int = 0, check_value: bool = False)
 
 _B = r"(?<![A-Za-z0-9_\-])"  # a token starts here (not inside a longer word)
 _E = r"(?![A-Za-z0-9_\-])"  # and ends here
-# an assignment value: no whitespace, quotes, backslashes, brackets or separators
-_VALUE = r"""[^\s"'`\\,;(){}\[\]<>|]+"""
+# one character of an assignment value: no whitespace, quotes, backslashes, brackets or separators,
+# and no `&` that starts the next query-string parameter (`token=…&scope=read`)
+_VALUE = r"""(?:[^\s"'`\\,;(){}\[\]<>|&]|&(?![A-Za-z_][A-Za-z0-9_.\-]*=))"""
 _KEY_WORDS = (
     r"passwd|password|passphrase|pass|pwd|secret|secret[_-]?key|client[_-]?secret|api[_-]?key|apikey|"
-    r"access[_-]?key|private[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|token|credentials?"
+    r"access[_-]?key|account[_-]?key|storage[_-]?key|shared[_-]?access[_-]?key|master[_-]?key|signing[_-]?key|"
+    r"encryption[_-]?key|private[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|"
+    r"session[_-]?token|security[_-]?token|token|credentials?"
 )
-_ASSIGN_KEY = rf"""(?<![A-Za-z0-9])(?:[A-Za-z0-9]+[_.\-])*(?i:{_KEY_WORDS}|pgpassword|mysql_pwd)(?![A-Za-z0-9])"""
+# a key ending in a key word: `db_password`, `DB.PASSWORD`, and camelCase `dbPassword`,
+# `SecretAccessKey`, `githubToken` (a lower-case letter or digit, then the capitalised word)
+_ASSIGN_KEY = (rf"(?<![A-Za-z0-9])(?:[A-Za-z0-9]+[_.\-]|[A-Za-z][a-z0-9]*(?=[A-Z]))*"
+               rf"(?i:{_KEY_WORDS}|pgpassword|mysql_pwd)(?![A-Za-z0-9])")
+SECRET_KEY = re.compile(_ASSIGN_KEY.removeprefix("(?<![A-Za-z0-9])"))
+# a quoted value runs to its closing quote (a passphrase has spaces; escaped quotes are part of it, as
+# in JSON text); an unquoted one to a separator
+# (a quote followed by a space or `,:}])` closes the string that holds the assignment: `"token=", "a": …`)
+_QUOTED = r"""(?P<quote>["'`])(?![\s,;:}\])])(?P<qsecret>(?:\\[^\n]|(?!(?P=quote))[^\\\n]){1,4096})(?P=quote)"""
+# (all of it, or none: `token = cache.get(key)` is a call, not a shorter value)
+_ASSIGNED = rf"(?:{_QUOTED}|(?P<secret>{_VALUE}++)(?!\())"
 
 BUILTIN: tuple[Rule, ...] = (
+    # the body may sit in escaped text (`\\n`, `\\\\n` in code); a header with no key body after it (a
+    # placeholder, prose about the format) is left alone
     _rule("private_key",
           r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-          r"(?:(?:[A-Za-z0-9+/=:\-\s]|\\[nr])*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-          r"|(?:[A-Za-z0-9+/=\s]|\\[nr])*)"),
+          r"(?=(?:[\s:=\-]|\\+[nr])*(?:[A-Za-z0-9+/](?:[\s=]|\\+[nr])*){24})"
+          r"(?:(?:[A-Za-z0-9+/=:\-\s]|\\+[nr])*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+          r"|(?:[A-Za-z0-9+/=\s]|\\+[nr])*)"),
     _rule("mcp_memory_token", _B + r"mmt\.[a-z][a-z0-9_\-]{0,62}\.[A-Za-z0-9_\-]{43}" + _E),
     _rule("aws_access_key",
-          r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA|ASCA)[A-Z0-9]{16}(?![A-Z0-9])"),
+          # (the boundary is checked after the prefix: a regex that starts with a literal is searched for
+          # that literal, one that starts with a lookbehind is tried at every position, 25× slower)
+          r"A(?:KIA|SIA|BIA|CCA|GPA|IDA|IPA|NPA|NVA|ROA|PKA|SCA)(?<![A-Z0-9]....)[A-Z0-9]{16}(?![A-Z0-9])"),
     _rule("aws_secret_key",
           r"(?i:aws)[A-Za-z_\-.]*(?i:secret)[A-Za-z_\-.]*[\"']?\s*[:=]\s*[\"']?"
           r"(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"),
     _rule("github_token", _B + r"(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})" + _E),
     _rule("gitlab_token",
-          _B + r"(?:glpat|gldt|glrt|glptt|glcbt|glsoat|glft|glimt|glagent|gloas)-[A-Za-z0-9_\-]{20,}" + _E),
+          r"gl(?<![A-Za-z0-9_\-]..)(?:pat|dt|rt|ptt|cbt|soat|ft|imt|agent|oas)-[A-Za-z0-9_\-]{20,}" + _E),
     _rule("anthropic_key", _B + r"sk-ant-(?:api|admin|oat)\d{2}-[A-Za-z0-9_\-]{20,}" + _E),
     _rule("openai_key",
           _B + r"sk-(?:(?:proj|svcacct|admin|None)-[A-Za-z0-9_\-]{20,}|[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20})" + _E),
@@ -75,13 +99,26 @@ BUILTIN: tuple[Rule, ...] = (
     _rule("sendgrid_key", _B + r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}" + _E),
     _rule("jwt", _B + r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{10,}" + _E),
     _rule("url_password",
-          r"(?i:[a-z][a-z0-9+.\-]{1,20})://[^\s:/@\"'\\]{0,100}:(?P<secret>[^\s@/\"'\\]{1,200})@(?=[A-Za-z0-9\[._\-])"),
+          r"(?i:[a-z][a-z0-9+.\-]{1,20})://[^\s:/@\"'\\]{0,100}:(?P<secret>[^\s/?\"'\\]{1,200})@(?=[A-Za-z0-9\[._\-])"),
     _rule("authorization",
           r"(?i:(?:proxy-)?authorization)[\"']?\s*[:=]\s*[\"']?(?:(?i:bearer|basic|token|digest|bot)\s+)?"
           r"(?P<secret>[A-Za-z0-9._~+/\-]{8,}=*)"),
     _rule("bearer_token", r"(?<![A-Za-z])(?i:bearer)\s+(?P<secret>[A-Za-z0-9._~+/\-]{20,}=*)"),
-    _rule("password",
-          _ASSIGN_KEY + r"""["']?\s*(?::=|=>|[:=])\s*(?P<quote>["'`]?)(?P<secret>""" + _VALUE + r")",
+    _rule("telegram_bot_token", r"(?:(?<=bot)|(?<![A-Za-z0-9_:]))\d{8,10}:A[A-Za-z0-9_\-]{34}" + _E),
+    # (the password is looked for in the 16 arguments after the command: an unbounded search from
+    # every "curl" of a long line would take quadratic time)
+    _rule("curl_password",
+          r"\bcurl(?:[ \t]+[^\s|;&]++){0,16}?[ \t]+(?:-u[ \t]*|--user[ \t=]+)[\"']?[^\s:\"'/]*:(?P<secret>[^\s\"'@\\]{1,200})"),
+    _rule("mysql_password",
+          r"\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)(?:[ \t]+[^\s|;&]++){0,16}?[ \t]+-p(?:(?P<quote>[\"'])(?P<qsecret>[^\s\"'\\]{1,200})(?P=quote)|(?P<secret>[^\s\"'\\\-][^\s\"'\\]*))"),
+    _rule("netrc_password",
+          r"\b(?:machine\s+\S+|default)(?:\s+(?:login|account|port)\s+\S+)*\s+password\s+(?P<secret>[^\s\"'\\]+)",
+          check_value=True),
+    # libpq's key=value conninfo (`host=db user=app password=…`): the value is a literal, whatever it looks like
+    _rule("dsn_password",
+          r"(?<![A-Za-z0-9_])(?:host|hostaddr|port|dbname|user)=[^\s'\",;()\\]+(?:\s+[a-z_]+=[^\s'\",;()\\]+)*?"
+          r"\s+password=(?P<secret>[^\s'\",;()\\]+)"),
+    _rule("password", _ASSIGN_KEY + r"""["']?\s*(?::=|=>|[:=])\s*""" + _ASSIGNED,
           check_value=True),
 )
 
@@ -110,9 +147,15 @@ _NEEDLES: dict[str, tuple[str, ...]] = {
     "url_password": ("://",),
     "authorization": ("authorization",),
     "bearer_token": ("bearer",),
+    "telegram_bot_token": (":a",),
+    "curl_password": ("curl",),
+    "mysql_password": ("mysql", "mariadb"),
+    "netrc_password": ("password",),
+    "dsn_password": ("password=",),
     "password": ("pass", "pwd", "secret", "key", "token", "credential"),
 }
-BUILTIN = tuple(replace(rule, needles=_NEEDLES.get(rule.name, ())) for rule in BUILTIN)
+_ANCHORS = {"password": re.compile(r"pass|pwd|secret|key|token|credential")}
+BUILTIN = tuple(replace(rule, needles=_NEEDLES.get(rule.name, ()), anchor=_ANCHORS.get(rule.name)) for rule in BUILTIN)
 
 # Values that are obviously not secrets: placeholders, references, types and code.
 _PLACEHOLDER = re.compile(
@@ -134,19 +177,27 @@ _PATH = re.compile(r"^(?:\.{0,2}/|~/|[A-Za-z]:\\)|\.(?:json|ya?ml|txt|pem|key|en
 _CODE = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_]*)(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(.*)?$")
 
 
+_KEY_WORD = re.compile(rf"(?i:{_KEY_WORDS})")
+# a quoted value with spaces that names what it is about, or asks for it, is prose
+_PROSE = re.compile(rf"(?i:{_KEY_WORDS})|^(?i:your|enter|type|please|the|a|an|no|not|invalid|missing|wrong)\b")
+
+
 def plausible_assigned_secret(value: str, *, quoted: bool) -> bool:
     """Whether the value of `password=…`, `secret: …` looks like a secret rather than code or prose.
 
     Quoted values are literals: secret unless a placeholder or a type/keyword. Unquoted values are
-    often identifiers (`password=password`, `token: str`): secret only when they carry a digit or a
-    symbol, as real passwords and keys almost always do.
+    often identifiers (`password=password`, `token: str`, `token = token2`) or numbers (`max_token=4096`,
+    `pass: 6379`): secret only when they carry a digit or a symbol, as real passwords and keys almost
+    always do, and are not a short number or a name built on a key word.
     """
     if len(value) < 4 or _PLACEHOLDER.match(value) or value.lower() in _WORDS:
         return False
     if _PATH.search(value):
         return False  # where the secret is kept, not the secret
     if quoted:
-        return True
-    if _CODE.match(value) and not any(ch.isdigit() for ch in value):
+        return " " not in value or not _PROSE.search(value)  # a passphrase, not a prompt or a message
+    if value.isdigit():
+        return len(value) >= 8  # ports, sizes and counts; a numeric password is rarely shorter
+    if _CODE.match(value) and (not any(ch.isdigit() for ch in value) or _KEY_WORD.search(value)):
         return False  # an identifier, attribute or call: code, not a literal
     return any(ch.isdigit() for ch in value) or any(ch in "!@#$%^&*+/=~-" for ch in value)
