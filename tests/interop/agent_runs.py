@@ -122,7 +122,8 @@ def make_home(agent: str, root: Path, work: Path, dsn: str, profile: dict[str, s
 
 
 def mcp_memory(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([sys.executable, "-m", "mcp_memory", *args], env=env, cwd=cwd, capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "mcp_memory", *args], env={**env, "PWD": str(cwd)}, cwd=cwd,
+                          capture_output=True,
                           text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert done.returncode == 0, f"mcp-memory {' '.join(args)}: {done.stderr[-3000:]}"
     return done
@@ -136,7 +137,7 @@ def headless(home: Home, url: str, prompt: str, resume: str | None = None,
              argv: list[str] | None = None) -> subprocess.CompletedProcess[str]:
     """One headless run of the agent with `prompt` (continuing native session `resume` when given),
     or `argv` as given (a printed resume command with the headless flags added)."""
-    env = home.with_model(url)
+    env = {**home.with_model(url), "PWD": str(home.work)}  # OpenCode opens its instance at $PWD
     argv = argv or run_argv(home.agent, prompt, resume)
     # OpenCode takes the prompt on stdin (as an argument, spaces break it); the others get /dev/null
     # (`codex exec` waits for more input otherwise)
