@@ -12,7 +12,7 @@ from pathlib import Path
 import psycopg
 
 from mcp_memory.agents.base import NeutralSession
-from mcp_memory.core.imports import imported_session_id, record_export, store_sessions
+from mcp_memory.core.imports import carries, continuation, imported_session_id, record_export, store_sessions
 from mcp_memory.core.service import Service
 from mcp_memory.models import MessageIn
 
@@ -70,6 +70,29 @@ def test_a_relayed_and_continued_session_is_a_fork_storing_only_new_turns(servic
     assert len(service.read_session(second.session_id).messages) == 9
     listed = {s.session_id: s for s in service.list_sessions(project_id="relay-proj").sessions}
     assert listed[second.session_id].parent_session_id == fork.session_id
+
+
+def test_a_continuation_with_messages_the_agent_put_among_the_carried_ones_is_still_a_relay(
+        service: Service, settings) -> None:
+    """Gemini CLI 0.61, resuming, rewrites the chat with a `<session_context>` user message first."""
+    source = service.create_session("relay-proj")
+    service.append_messages(source.session_id, [m.model_dump(exclude_none=True) for m in turns("src", 3)])
+    carried = turns("gm", 3)
+    record_export(service, source.session_id, [native("gemini", "g-1", carried)], "g-1")
+    rewritten = turns("ctx", 1) + [carried[0], *turns("split", 1), carried[2]]  # carried[1] re-split
+    (hop,) = store_sessions(service, [native("gemini", "g-1", rewritten + turns("new", 2))], project_id=None)
+    fork = service.get_session(hop.session_id)
+    assert (fork.parent_session_id, fork.fork_seq) == (source.session_id, 3)
+    assert own_rows(settings, fork.session_id) == 2  # only the two new turns
+
+
+def test_what_counts_as_holding_the_carried_history() -> None:
+    carried = ["a", "b", "c", "d", "e"]
+    assert carries(["ctx", "a", "b", "x", "d", "e", "new"], carried)  # one re-split, one injected
+    assert not carries(["a", "b", "c", "d"], carried)  # not where the export left off
+    assert not carries(["a", "c", "b", "d", "e"], carried)  # out of order
+    assert not carries(["x", "y", "d", "e"], carried)  # too little of it
+    assert [m.append_id for m in continuation(turns("t", 4), ["t-0", "t-1"])] == ["t-2", "t-3"]
 
 
 def test_a_native_session_that_does_not_start_with_the_carried_history_is_imported_as_its_own(

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..agents.base import NeutralSession
 from ..errors import Invalid, McpMemoryError, Unavailable
+from ..models import MessageIn
 from ..store.imports_repo import Relay, ensure_session, find_relays, fork_for_relay, record_relay
 from ..store.repo import Store
 from .service import Service
@@ -130,11 +131,37 @@ def relay_of(service: Service, neutral: NeutralSession) -> Relay | None:
         for relay in relays:
             if store.get_session(imported_session_id(relay.project_id, neutral.agent, neutral.native_id)):
                 return relay
-    ids = [m.append_id for m in neutral.messages[:max(len(r.carried) for r in relays)]]
+    ids = [m.append_id for m in neutral.messages]
     for relay in relays:
-        if relay.carried and ids[:len(relay.carried)] == relay.carried:
+        if relay.carried and carries(ids, relay.carried):
             return relay
     return None
+
+
+CARRIED_SHARE = 0.6  # of the carried messages a continuation must still hold
+
+
+def carries(ids: list[str | None], carried: list[str]) -> bool:
+    """Whether a native session continues the carried history: it holds the last carried message,
+    most of the others, and those in their order. An agent may rewrite what it resumes: Gemini CLI
+    0.61 puts a `<session_context>` message first, leaves its notices out and splits a tool call
+    from its result, so a few carried ids are gone and a few new ones stand among them."""
+    if not carried or carried[-1] not in ids:
+        return False
+    position = {append_id: index for index, append_id in enumerate(ids) if append_id is not None}
+    held = [position[c] for c in carried if c in position]
+    return held == sorted(held) and len(held) >= CARRIED_SHARE * len(carried)
+
+
+def continuation(messages: list[MessageIn], carried: list[str]) -> list[MessageIn]:
+    """What a relayed session adds to its source: the messages after the last carried one (what the
+    agent put among the carried ones is its rewrite of them, not a new turn); a capture that holds
+    only a later tail adds what it holds."""
+    ids = [m.append_id for m in messages]
+    if carried and carried[-1] in ids:
+        messages = messages[ids.index(carried[-1]) + 1:]
+    known = set(carried)
+    return [m for m in messages if m.append_id not in known]
 
 
 def record_export(service: Service, session_id: str, written: list[NeutralSession], native_id: str) -> Relay | None:
@@ -158,8 +185,7 @@ def _store_relayed(service: Service, neutral: NeutralSession, relay: Relay, resu
     with service.db.transaction() as conn:
         _, result.created = fork_for_relay(conn, relay, session_id=result.session_id,
                                            agent_source=str(meta["agent_source"]), title=title, meta=meta)
-    carried = set(relay.carried)
-    new = [m for m in neutral.messages if m.append_id not in carried]
+    new = continuation(neutral.messages, relay.carried)
     result.duplicates += len(neutral.messages) - len(new)
     result.relayed_from = meta["relayed_from"]
     for start in range(0, len(new), BATCH):

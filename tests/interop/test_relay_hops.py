@@ -145,9 +145,6 @@ def test_relay_claude_opencode_codex_gemini_claude(tmp_path: Path, settings, pro
         stored = [s for s in results if s["native_id"] == exported["native_id"]]
         assert len(stored) == 1, stored
         session = service.get_session(stored[0]["session_id"])
-        if agent == "gemini" and session.parent_session_id is None:
-            pytest.xfail("known bug: a relayed Gemini CLI session, continued with `gemini --resume`, is "
-                         "imported as a new session instead of a fork of its source")
         assert session.parent_session_id == chain[-1] and session.fork_seq, (
             agent, session, results, sorted(str(p) for p in native_files(home).rglob("*")))
         page = service.read_session(session.session_id, limit=1000)
@@ -159,7 +156,8 @@ def test_relay_claude_opencode_codex_gemini_claude(tmp_path: Path, settings, pro
 
     for k in range(len(HOPS) + 1):
         for word in (f"relayprompt{k}", f"relayanswer{k}"):
-            matches = service.search_messages(word, project_id="relay").matches
-            assert len(matches) == 1, (word, [(m.session_id, m.seq) for m in matches])
+            matches = service.search_messages(word, project_id="relay", limit=50).matches
+            holding = [(m.session_id, m.seq) for m in matches if word in m.snippet.replace("**", "")]
+            assert len(holding) == 1, (word, holding, chain)  # each turn is stored once in the chain
     listed = {s.session_id: s for s in service.list_sessions(project_id="relay").sessions}
     assert set(chain) <= set(listed)
