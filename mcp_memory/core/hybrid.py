@@ -7,6 +7,7 @@ silently. A mode asked for that cannot run falls back to full text and says why 
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -18,11 +19,15 @@ from ..search.query import parse
 from ..store.db import Database
 from ..store.embedding_repo import EmbeddingStore, Nearest
 from ..store.search_repo import Scope, SearchStore
-from .search import check_limit, check_query, check_scope, fetch_matches, fts_scores, with_session
+from .search import Lexical, check_limit, check_query, check_scope, fetch_matches, fts_scores, with_session
 
 MODES: tuple[SearchMode, ...] = ("fts", "semantic", "hybrid")
 VECTOR_WEIGHT = 1.0  # the nearest vector counts as much as the best word match (scripts/bench/search_quality.py)
 VECTOR_POOL = 200  # nearest vectors fetched (two per message: alone and with its neighbour)
+VECTOR_FLOOR = 1.0  # share of VECTOR_WEIGHT left when full text is sure (vector_weight)
+VECTOR_BASE = 0.0  # quantile of the pool that scales to 0 (0.0: the farthest fetched)
+PEAK_LOW = 0.0  # trust() thresholds, in standard deviations (PEAK_HIGH <= PEAK_LOW: always trusted)
+PEAK_HIGH = 0.0
 
 
 @dataclass(frozen=True)
@@ -58,10 +63,10 @@ def search(
         store = SearchStore(conn)
         scope = with_session(conn, scope, session_id)
         parsed = parse(text, store.synonym_groups())
-        lexical = fts_scores(store, parsed, scope) if plan.mode != "semantic" else {}
+        lexical = fts_scores(store, parsed, scope) if plan.mode != "semantic" else Lexical({}, 0.0)
         near = _nearest(EmbeddingStore(conn), scope, embedder, vector) if vector is not None else []
-        weight = VECTOR_WEIGHT * script_coverage(text, getattr(embedder, "scripts", None))
-        matches = fetch_matches(store, scope, parsed, combine(plan.mode, lexical, near, weight), limit)
+        weight = vector_weight(text, getattr(embedder, "scripts", None), lexical.confidence)
+        matches = fetch_matches(store, scope, parsed, combine(plan.mode, lexical.scores, near, weight), limit)
     return MatchList(matches=matches, mode=plan.mode, note=plan.note)
 
 
@@ -96,6 +101,15 @@ def _nearest(store: EmbeddingStore, scope: Scope, embedder: Provider | None, vec
     # candidates before the role filter, as for full text; the filter applies to the results
     return store.nearest(scope=replace(scope, role=None), model=embedder.name, dim=dim,
                          query=vector, pool=VECTOR_POOL)
+
+
+def vector_weight(text: str, scripts: tuple[str, ...] | None, confidence: float) -> float:
+    """How much the vectors count for this query: VECTOR_WEIGHT when full text found none of its
+    terms, down to VECTOR_WEIGHT × VECTOR_FLOOR when one turn holds them all (the words already
+    answer; vectors would mostly reorder near-equal turns), times the share of the query the
+    model's scripts cover."""
+    lexical_doubt = VECTOR_FLOOR + (1.0 - VECTOR_FLOOR) * (1.0 - confidence)
+    return VECTOR_WEIGHT * lexical_doubt * script_coverage(text, scripts)
 
 
 def script_coverage(text: str, scripts: tuple[str, ...] | None) -> float:
@@ -138,10 +152,33 @@ def combine(mode: SearchMode, lexical: dict[ranking.Key, float], near: list[Near
     for n in near:  # a message's own vector and its window's: the closer counts
         key = (n.session_id, n.seq)
         similarity[key] = max(similarity.get(key, -1.0), 1.0 - n.distance)
-    if similarity and vector_weight > 0:
-        top, bottom = max(similarity.values()), min(similarity.values())
-        span = top - bottom or 1.0
-        scaled = {key: (value - bottom) / span for key, value in similarity.items()}
-        for key, value in ranking.with_neighbours(scaled).items():
-            fused[key] = fused.get(key, 0.0) + vector_weight * value
+    weight = vector_weight * trust(list(similarity.values()))
+    if similarity and weight > 0:
+        for key, value in ranking.with_neighbours(above_typical(similarity)).items():
+            fused[key] = fused.get(key, 0.0) + weight * value
     return fused
+
+
+def above_typical(similarity: dict[ranking.Key, float]) -> dict[ranking.Key, float]:
+    """The nearest is 1, a pool's typical similarity (its VECTOR_BASE quantile) and below are 0: most
+    of the pool is merely near, and only what stands out of it should move the ranking."""
+    values = sorted(similarity.values())
+    top = values[-1]
+    base = values[int((len(values) - 1) * VECTOR_BASE)]
+    span = top - base
+    if span <= 0:
+        return {}
+    return {key: (value - base) / span for key, value in similarity.items() if value > base}
+
+
+def trust(values: list[float]) -> float:
+    """How peaked the similarities of this query are: the nearest's distance above the pool's mean,
+    in standard deviations, mapped linearly from PEAK_LOW (0: a flat pool, the vectors know nothing
+    special) to PEAK_HIGH (1). A flat pool is what an off-topic or badly embedded question gives."""
+    if len(values) < 3 or PEAK_HIGH <= PEAK_LOW:
+        return 1.0
+    spread = statistics.pstdev(values)
+    if spread <= 0:
+        return 0.0
+    peak = (max(values) - statistics.fmean(values)) / spread
+    return min(1.0, max(0.0, (peak - PEAK_LOW) / (PEAK_HIGH - PEAK_LOW)))

@@ -29,6 +29,7 @@ Dataset format (JSON, UTF-8):
                                       "decisions": [{"id", "type", "summary", "status", "rationale"?,
                                                      "turn" (turn id)?, "supersedes" (decision id)?}, …]}]}],
      "questions": [{"id", "question", "project"?, "category", "answer_turns": [turn id, …],
+                    "evidence_turns"? (all turns the answer needs; informative),
                     "conversation"? (else the conversation of its first answer turn)}, …]}
 A question is answered at rank r when the r-th ranked turn is one of its answer_turns. Turns are
 imported through the normal append path (append_messages with append_id = turn id).
@@ -219,19 +220,15 @@ def main() -> None:
     parser.add_argument("--model", default=DEFAULT_LOCAL_MODEL,
                         help=f"the local model (default {DEFAULT_LOCAL_MODEL}; shipped: {', '.join(SHIPPED_MODELS)})")
     parser.add_argument("--dsn", help="a server where this role may create databases (default: temporary embedded)")
-    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument("--json", action="store_true", help="print one JSON document per run (JSON lines)")
     parser.add_argument("--misses", action="store_true", help="list questions not answered in the top 5")
     parser.add_argument("--keep", action="store_true", help="keep the scratch database")
     parser.add_argument("--sweep", action="append", default=[], metavar="MODULE.NAME=V1,V2",
                         help="re-run every mode with each value of a ranking constant, e.g. "
                              "core.hybrid.VECTOR_WEIGHT=0.5,1 (choose values on the tuning part only)")
     args = parser.parse_args()
-    runs = []
     for path in args.dataset:
-        runs.extend(run_dataset(args, json.loads(path.read_text(encoding="utf-8"))))
-    if args.json:
-        json.dump(runs, sys.stdout, ensure_ascii=False, indent=2)
-        print()
+        run_dataset(args, json.loads(path.read_text(encoding="utf-8")))
 
 
 def settings_of(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -253,6 +250,7 @@ def apply_setting(setting: dict[str, Any]) -> None:
 
 
 def run_dataset(args: argparse.Namespace, data: dict) -> list[dict]:
+    """Import the dataset, embed it when a mode needs vectors, and evaluate every mode × setting."""
     with scratch_database(args.dsn, args.keep) as dsn:
         environ = {"MCP_MEMORY_HOME": tempfile.gettempdir()}
         if args.embedder == "openai":
@@ -274,7 +272,9 @@ def run_dataset(args: argparse.Namespace, data: dict) -> list[dict]:
                     if args.misses:
                         summary["misses"] = misses
                     results.append(summary)
-                    if not args.json:
+                    if args.json:
+                        print(json.dumps(summary, ensure_ascii=False), flush=True)
+                    else:
                         _print(summary, misses if args.misses else [])
         finally:
             service.db.close()

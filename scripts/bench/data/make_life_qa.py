@@ -11,7 +11,8 @@ storyline's words (a neighbour's dog, a friend's trip). Questions are worded unl
 - temporal: "when …" (the answer needs the turn's date) or a question that names a month, where
   only the turn of that month answers;
 - multi-hop: the question names the storyline, the answering turn names only its detail (the dog's
-  name, the teacher's name); the evidence is both turns;
+  name, the teacher's name); the evidence is both turns, and only the answering one counts as found
+  (`answer_turns`; `evidence_turns` lists both);
 - adversarial: a false premise (a cat instead of the dog, a brother instead of the sister); the
   evidence is the turn that shows what was really said.
 
@@ -343,7 +344,9 @@ def conversation(lang: str, index: int, rng: random.Random) -> tuple[dict, list[
                 evidence = [n for n, (offset, _, _) in enumerate(beats) if days[offset].month == month]
             questions.append({"id": f"{conv_id}q{len(questions) + 1}", "question": template.format(**story_values),
                               "project": f"life-{conv_id}", "category": category, "conversation": conv_id,
-                              "answer_turns": [turn_ids[(story, n)] for n in evidence]})
+                              "answer_turns": [turn_ids[(story, evidence[0])]] if category == "multi-hop"
+                              else [turn_ids[(story, n)] for n in evidence],
+                              "evidence_turns": [turn_ids[(story, n)] for n in evidence]})
     return {"id": conv_id, "project": f"life-{conv_id}", "agent": "openai", "sessions": sessions}, questions
 
 
