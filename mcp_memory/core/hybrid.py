@@ -1,6 +1,12 @@
 """Search modes (DESIGN.md decision 6): `fts` (BM25, core/search.py), `semantic` (nearest vectors of
-the query, pgvector) and `hybrid` (both scores normalised and added, see `combine`). Recency is
-applied to the final score as in full-text search, and every mode honours the same filters.
+the query, pgvector) and `hybrid` (both scores normalised and added, see `combine`). Recency and
+dates are applied to the final score as in full-text search, and every mode honours the same filters.
+
+The vector side may only add to full text, so it is calibrated per query: it counts less the surer
+full text is (`vector_weight`: lexical confidence, and the share of the query in scripts the model
+knows), and only the part of the nearest pool that stands out of the pool's typical similarity
+moves the ranking (`above_typical`). The constants were chosen on the tuning parts of
+scripts/bench/search_quality.py; the held-out parts are what the README reports.
 
 Without a mode, hybrid runs when the project has vectors of the configured model, else full text,
 silently. A mode asked for that cannot run falls back to full text and says why in `note`."""
@@ -22,10 +28,10 @@ from ..store.search_repo import Scope, SearchStore
 from .search import Lexical, check_limit, check_query, check_scope, fetch_matches, fts_scores, with_session
 
 MODES: tuple[SearchMode, ...] = ("fts", "semantic", "hybrid")
-VECTOR_WEIGHT = 1.0  # the nearest vector counts as much as the best word match (scripts/bench/search_quality.py)
+VECTOR_WEIGHT = 1.0  # the nearest vector counts as much as the best word match (chosen on the tuning parts)
 VECTOR_POOL = 200  # nearest vectors fetched (two per message: alone and with its neighbour)
-VECTOR_FLOOR = 1.0  # share of VECTOR_WEIGHT left when full text is sure (vector_weight)
-VECTOR_BASE = 0.0  # quantile of the pool that scales to 0 (0.0: the farthest fetched)
+VECTOR_FLOOR = 0.3  # share of VECTOR_WEIGHT left when full text is sure (vector_weight)
+VECTOR_BASE = 0.5  # quantile of the pool that scales to 0 (0.0: the farthest fetched)
 PEAK_LOW = 0.0  # trust() thresholds, in standard deviations (PEAK_HIGH <= PEAK_LOW: always trusted)
 PEAK_HIGH = 0.0
 
@@ -137,7 +143,7 @@ def combine(mode: SearchMode, lexical: dict[ranking.Key, float], near: list[Near
 
     Hybrid: BM25 divided by the best BM25 of the query (the best word match is 1), plus
     `vector_weight` × the cosine similarity scaled over the nearest pool (the nearest is 1, the
-    farthest fetched is 0). Scores, not ranks, are fused: a turn that holds every word of the query
+    pool's typical similarity 0, `above_typical`). Scores, not ranks, are fused: a turn that holds every word of the query
     stays ahead of one that is merely about the same thing, while a question worded unlike anything
     stored (another language, other words) is found by its vectors. The vector scores get the
     neighbour credit BM25 scores already carry: the turn nearest to a question is often the question

@@ -214,7 +214,8 @@ def metrics(ranks: list[int | None]) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dataset", nargs="*", type=Path, default=DEFAULTS)
-    parser.add_argument("--mode", choices=[*sorted(RANKERS), "all"], default="fts")
+    parser.add_argument("--mode", default="fts", type=modes_of,
+                        help="fts, semantic, hybrid, recall, all, or a comma-separated list (default fts)")
     parser.add_argument("--embedder", choices=["local", "openai"], default="local",
                         help="semantic/hybrid: the local model, or the [embeddings] section of the config")
     parser.add_argument("--model", default=DEFAULT_LOCAL_MODEL,
@@ -226,9 +227,19 @@ def main() -> None:
     parser.add_argument("--sweep", action="append", default=[], metavar="MODULE.NAME=V1,V2",
                         help="re-run every mode with each value of a ranking constant, e.g. "
                              "core.hybrid.VECTOR_WEIGHT=0.5,1 (choose values on the tuning part only)")
+    parser.add_argument("--sweep-mode", action="append", default=[], metavar="MODE",
+                        help="with --sweep: only these modes run with every setting, the others once")
     args = parser.parse_args()
     for path in args.dataset:
         run_dataset(args, json.loads(path.read_text(encoding="utf-8")))
+
+
+def modes_of(text: str) -> list[str]:
+    modes = sorted(RANKERS) if text == "all" else text.split(",")
+    unknown = [m for m in modes if m not in RANKERS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown mode {unknown[0]}: choose from {', '.join(sorted(RANKERS))}, all")
+    return modes
 
 
 def settings_of(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -257,16 +268,18 @@ def run_dataset(args: argparse.Namespace, data: dict) -> list[dict]:
             environ = dict(os.environ)
         settings = replace(load_settings(dsn=dsn, environ=environ), pool_max=4)
         service = build(settings)
-        modes = sorted(RANKERS) if args.mode == "all" else [args.mode]
+        modes = args.mode
         results = []
         try:
             start = time.perf_counter()
             turn_of = load(service, data)
             load_s = time.perf_counter() - start
             embedding = embed_all(service, args.embedder, args.model) if SEMANTIC & set(modes) else None
-            for setting in settings_of(args):
+            for n, setting in enumerate(settings_of(args)):
                 apply_setting(setting)
                 for mode in modes:
+                    if n and args.sweep_mode and mode not in args.sweep_mode:
+                        continue
                     report, misses, latencies = evaluate(service, data, turn_of, mode)
                     summary = _summary(data, turn_of, mode, load_s, embedding, report, latencies, setting)
                     if args.misses:
