@@ -164,3 +164,25 @@ async def test_search_messages_over_mcp(service, shop) -> None:
         assert {"snippet", "created_at", "session_title", "score", "role"} <= set(match)
         bad = await client.call_tool("search_messages", {"query": "x", "since": "soon"})
         assert bad.is_error and bad.content[0].text.startswith("[invalid] since")
+
+
+def test_dates_rank_and_show(service) -> None:
+    sid = _session(service, project="life", title="diary")
+    service.append_messages(sid, [
+        {"role": "user", "content": "I signed up for a pottery class at the community centre.",
+         "created_at": "2024-03-04T18:00:00Z"},
+        {"role": "user", "content": "The pottery teacher liked my blue teapot.", "created_at": "2024-04-15T18:00:00Z"},
+        {"role": "user", "content": "The pottery exhibition is on Saturday, I show three pieces.",
+         "created_at": "2024-05-20T18:00:00Z"},
+        {"role": "user", "content": "Yesterday we adopted a beagle from the shelter, after weeks of visits.",
+         "created_at": "2024-06-05T18:00:00Z"},
+        {"role": "user", "content": "The beagle we adopted from the shelter loves carrots.",
+         "created_at": "2024-06-30T18:00:00Z"},
+    ])
+    in_may = service.search_messages("what did I say about pottery in May?", project_id="life").matches
+    assert (in_may[0].seq, in_may[0].created_at[:7]) == (3, "2024-05")
+    assert service.search_messages("陶艺 pottery 四月", project_id="life").matches[0].seq == 2
+    when = service.search_messages("when did we adopt the beagle from the shelter?", project_id="life").matches
+    assert when[0].seq == 4
+    assert "Yesterday (2024-06-04)" in when[0].snippet
+    assert "Saturday (2024-05-18)" in in_may[0].snippet

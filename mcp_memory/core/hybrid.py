@@ -1,12 +1,19 @@
 """Search modes (DESIGN.md decision 6): `fts` (BM25, core/search.py), `semantic` (nearest vectors of
-the query, pgvector) and `hybrid` (both scores normalised and added, see `combine`). Recency is
-applied to the final score as in full-text search, and every mode honours the same filters.
+the query, pgvector) and `hybrid` (both scores normalised and added, see `combine`). Recency and
+dates are applied to the final score as in full-text search, and every mode honours the same filters.
+
+The vector side may only add to full text, so it is calibrated per query: it counts less the surer
+full text is (`vector_weight`: lexical confidence, and the share of the query in scripts the model
+knows), and only the part of the nearest pool that stands out of the pool's typical similarity
+moves the ranking (`above_typical`). The constants were chosen on the tuning parts of
+scripts/bench/search_quality.py; the held-out parts are what the README reports.
 
 Without a mode, hybrid runs when the project has vectors of the configured model, else full text,
 silently. A mode asked for that cannot run falls back to full text and says why in `note`."""
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -18,11 +25,15 @@ from ..search.query import parse
 from ..store.db import Database
 from ..store.embedding_repo import EmbeddingStore, Nearest
 from ..store.search_repo import Scope, SearchStore
-from .search import check_limit, check_query, check_scope, fetch_matches, fts_scores, with_session
+from .search import Lexical, check_limit, check_query, check_scope, fetch_matches, fts_scores, with_session
 
 MODES: tuple[SearchMode, ...] = ("fts", "semantic", "hybrid")
-VECTOR_WEIGHT = 1.0  # the nearest vector counts as much as the best word match (scripts/bench/search_quality.py)
+VECTOR_WEIGHT = 1.0  # the nearest vector counts as much as the best word match (chosen on the tuning parts)
 VECTOR_POOL = 200  # nearest vectors fetched (two per message: alone and with its neighbour)
+VECTOR_FLOOR = 0.3  # share of VECTOR_WEIGHT left when full text is sure (vector_weight)
+VECTOR_BASE = 0.5  # quantile of the pool that scales to 0 (0.0: the farthest fetched)
+PEAK_LOW = 0.0  # trust() thresholds, in standard deviations (PEAK_HIGH <= PEAK_LOW: always trusted)
+PEAK_HIGH = 0.0
 
 
 @dataclass(frozen=True)
@@ -58,10 +69,10 @@ def search(
         store = SearchStore(conn)
         scope = with_session(conn, scope, session_id)
         parsed = parse(text, store.synonym_groups())
-        lexical = fts_scores(store, parsed, scope) if plan.mode != "semantic" else {}
+        lexical = fts_scores(store, parsed, scope) if plan.mode != "semantic" else Lexical({}, 0.0)
         near = _nearest(EmbeddingStore(conn), scope, embedder, vector) if vector is not None else []
-        weight = VECTOR_WEIGHT * script_coverage(text, getattr(embedder, "scripts", None))
-        matches = fetch_matches(store, scope, parsed, combine(plan.mode, lexical, near, weight), limit)
+        weight = vector_weight(text, getattr(embedder, "scripts", None), lexical.confidence)
+        matches = fetch_matches(store, scope, parsed, combine(plan.mode, lexical.scores, near, weight), limit)
     return MatchList(matches=matches, mode=plan.mode, note=plan.note)
 
 
@@ -98,6 +109,15 @@ def _nearest(store: EmbeddingStore, scope: Scope, embedder: Provider | None, vec
                          query=vector, pool=VECTOR_POOL)
 
 
+def vector_weight(text: str, scripts: tuple[str, ...] | None, confidence: float) -> float:
+    """How much the vectors count for this query: VECTOR_WEIGHT when full text found none of its
+    terms, down to VECTOR_WEIGHT × VECTOR_FLOOR when one turn holds them all (the words already
+    answer; vectors would mostly reorder near-equal turns), times the share of the query the
+    model's scripts cover."""
+    lexical_doubt = VECTOR_FLOOR + (1.0 - VECTOR_FLOOR) * (1.0 - confidence)
+    return VECTOR_WEIGHT * lexical_doubt * script_coverage(text, scripts)
+
+
 def script_coverage(text: str, scripts: tuple[str, ...] | None) -> float:
     """Share of the query's letters in scripts the model understands (1.0 for a multilingual
     model): an English-only model's vectors of a Chinese question are mostly noise, and fusing
@@ -123,7 +143,7 @@ def combine(mode: SearchMode, lexical: dict[ranking.Key, float], near: list[Near
 
     Hybrid: BM25 divided by the best BM25 of the query (the best word match is 1), plus
     `vector_weight` × the cosine similarity scaled over the nearest pool (the nearest is 1, the
-    farthest fetched is 0). Scores, not ranks, are fused: a turn that holds every word of the query
+    pool's typical similarity 0, `above_typical`). Scores, not ranks, are fused: a turn that holds every word of the query
     stays ahead of one that is merely about the same thing, while a question worded unlike anything
     stored (another language, other words) is found by its vectors. The vector scores get the
     neighbour credit BM25 scores already carry: the turn nearest to a question is often the question
@@ -138,10 +158,33 @@ def combine(mode: SearchMode, lexical: dict[ranking.Key, float], near: list[Near
     for n in near:  # a message's own vector and its window's: the closer counts
         key = (n.session_id, n.seq)
         similarity[key] = max(similarity.get(key, -1.0), 1.0 - n.distance)
-    if similarity and vector_weight > 0:
-        top, bottom = max(similarity.values()), min(similarity.values())
-        span = top - bottom or 1.0
-        scaled = {key: (value - bottom) / span for key, value in similarity.items()}
-        for key, value in ranking.with_neighbours(scaled).items():
-            fused[key] = fused.get(key, 0.0) + vector_weight * value
+    weight = vector_weight * trust(list(similarity.values()))
+    if similarity and weight > 0:
+        for key, value in ranking.with_neighbours(above_typical(similarity)).items():
+            fused[key] = fused.get(key, 0.0) + weight * value
     return fused
+
+
+def above_typical(similarity: dict[ranking.Key, float]) -> dict[ranking.Key, float]:
+    """The nearest is 1, a pool's typical similarity (its VECTOR_BASE quantile) and below are 0: most
+    of the pool is merely near, and only what stands out of it should move the ranking."""
+    values = sorted(similarity.values())
+    top = values[-1]
+    base = values[int((len(values) - 1) * VECTOR_BASE)]
+    span = top - base
+    if span <= 0:
+        return {}
+    return {key: (value - base) / span for key, value in similarity.items() if value > base}
+
+
+def trust(values: list[float]) -> float:
+    """How peaked the similarities of this query are: the nearest's distance above the pool's mean,
+    in standard deviations, mapped linearly from PEAK_LOW (0: a flat pool, the vectors know nothing
+    special) to PEAK_HIGH (1). A flat pool is what an off-topic or badly embedded question gives."""
+    if len(values) < 3 or PEAK_HIGH <= PEAK_LOW:
+        return 1.0
+    spread = statistics.pstdev(values)
+    if spread <= 0:
+        return 0.0
+    peak = (max(values) - statistics.fmean(values)) / spread
+    return min(1.0, max(0.0, (peak - PEAK_LOW) / (PEAK_HIGH - PEAK_LOW)))

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, overload
 
@@ -12,8 +12,8 @@ from ..errors import Invalid, NotFound
 from ..memory_records import MessageMatch
 from ..models import ROLES, format_time
 from ..operations import MAX_MATCHES, MAX_QUERY_CHARS
-from ..search import ranking
-from ..search.query import ParsedQuery, match_tsquery, parse, phrase_tsquery
+from ..search import dates, ranking
+from ..search.query import ParsedQuery, match_tsquery, phrase_tsquery
 from ..search.snippet import snippet
 from ..search.text import payload_text
 from ..store.db import Database
@@ -23,6 +23,8 @@ from .indexer import Indexer
 
 MAX_LIMIT = MAX_MATCHES
 HIT_FETCH_FACTOR = 3  # neighbours and filters drop some keys: fetch more than asked, keep `limit`
+MONTH_BOOST = 1.0  # time_factors (chosen on the tuning parts of scripts/bench/search_quality.py)
+WHEN_BOOST = 0.2
 _RELATIVE = re.compile(r"^\s*(\d+)\s*([mhdw])\s*$")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
@@ -92,38 +94,34 @@ def check_scope(
                  since=check_time(since, "since"), until=check_time(until, "until"))
 
 
-def search_messages(
-    db: Database, query: Any, *, project_id: str | None = None, agent_source: str | None = None,
-    role: str | None = None, session_id: str | None = None, since: Any = None, until: Any = None, limit: Any = 10,
-) -> list[MessageMatch]:
-    """Full-text search alone (core/hybrid.py adds the semantic and hybrid modes)."""
-    text = check_query(query)
-    limit = check_limit(limit)
-    scope = check_scope(project_id=project_id, agent_source=agent_source, role=role, since=since, until=until)
-    with db.transaction() as conn:
-        store = SearchStore(conn)
-        scope = with_session(conn, scope, session_id)
-        parsed = parse(text, store.synonym_groups())
-        scores = fts_scores(store, parsed, scope)
-        return fetch_matches(store, scope, parsed, scores, limit)
-
-
 def with_session(conn: Any, scope: Scope, session_id: str | None) -> Scope:
     return scope if session_id is None else replace(scope, segments=_segments(Store(conn), session_id))
 
 
-def fts_scores(store: SearchStore, parsed: ParsedQuery, scope: Scope) -> dict[ranking.Key, float]:
+@dataclass(frozen=True)
+class Lexical:
+    """Full-text scores, and how sure they are: the best turn's own BM25 over what a turn holding
+    every query term once would score (0: no term found, 1: all of them)."""
+
+    scores: dict[ranking.Key, float]
+    confidence: float
+
+
+def fts_scores(store: SearchStore, parsed: ParsedQuery, scope: Scope) -> Lexical:
     """BM25 with neighbour credit, before the role filter and the required phrases."""
     stats = store.term_stats(scope.project_id, list(parsed.terms))
     weights = ranking.term_weights(parsed.terms, stats)
     match = match_tsquery(parsed, ranking.matching_terms(weights, stats))
     if match is None or not weights:
-        return {}
+        return Lexical({}, 0.0)
     # The role filter applies to results, not to candidates: an assistant turn is often found
     # through the user turn before it (neighbour credit).
     candidates = store.candidates(scope=replace(scope, role=None), match=match, weights=weights,
                                   avg_len=stats.avg_len, k1=ranking.K1, b=ranking.B, pool=ranking.POOL)
-    return ranking.with_neighbours({(c.session_id, c.seq): c.score for c in candidates if c.score > 0})
+    own = {(c.session_id, c.seq): c.score for c in candidates if c.score > 0}
+    full = ranking.full_match_score(parsed.terms, stats)
+    confidence = min(1.0, max(own.values(), default=0.0) / full) if full > 0 else 0.0
+    return Lexical(ranking.with_neighbours(own), confidence)
 
 
 def fetch_matches(
@@ -133,8 +131,28 @@ def fetch_matches(
     keys = ranking.top_keys(scores, limit * HIT_FETCH_FACTOR)
     rows = store.hits(scope=scope, keys=keys, required=required_tsquery(parsed)) if keys else []
     by_key = {(r["session_id"], r["seq"]): r for r in rows}
-    ordered = ranking.final_order((key, scores[key], row["created_at"]) for key, row in by_key.items())
+    timed = time_factors(parsed.text, by_key)
+    ordered = ranking.final_order((key, scores[key] * timed.get(key, 1.0), row["created_at"])
+                                  for key, row in by_key.items())
     return [_match(by_key[key], score, parsed) for key, score in ordered[:limit]]
+
+
+def time_factors(text: str, rows: dict[ranking.Key, dict[str, Any]]) -> dict[ranking.Key, float]:
+    """Dates in ranking: a question that names a month favours the turns written in it; a "when"
+    question favours turns that say when (a relative or absolute time expression)."""
+    months = dates.named_months(text)
+    asks_when = dates.is_time_question(text)
+    if not months and not asks_when:
+        return {}
+    factors = {}
+    for key, row in rows.items():
+        factor = 1.0
+        if months and row["created_at"].month in months:
+            factor *= 1.0 + MONTH_BOOST
+        if asks_when and dates.has_time_expression(payload_text(row["payload"])):
+            factor *= 1.0 + WHEN_BOOST
+        factors[key] = factor
+    return factors
 
 
 def _segments(store: Store, session_id: str) -> list[tuple[str, int, int]]:
@@ -147,7 +165,7 @@ def _segments(store: Store, session_id: str) -> list[tuple[str, int, int]]:
 def _match(row: dict[str, Any], score: float, parsed: ParsedQuery) -> MessageMatch:
     return MessageMatch(
         session_id=row["session_id"], seq=row["seq"], role=row["role"],
-        snippet=snippet(payload_text(row["payload"]), parsed.terms),
+        snippet=snippet(dates.annotate(payload_text(row["payload"]), row["created_at"]), parsed.terms),
         created_at=format_time(row["created_at"]), session_title=row["title"], project_id=row["project_id"],
         agent_source=row["agent_source"], score=round(score, 6),
     )

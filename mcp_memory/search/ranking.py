@@ -48,6 +48,13 @@ def term_weights(terms: dict[str, float], stats: TermStats) -> dict[str, float]:
     return {t: w * idf(stats.df[t], docs) for t, w in terms.items() if stats.df.get(t, 0) > 0}
 
 
+def full_match_score(terms: dict[str, float], stats: TermStats) -> float:
+    """What a turn of average length holding every query term once scores (terms absent from the
+    project count with the idf of a term never seen): the scale of a query's BM25."""
+    docs = max(stats.docs, 1)
+    return sum(w * idf(stats.df.get(t, 0), docs) for t, w in terms.items())
+
+
 def matching_terms(weights: dict[str, float], stats: TermStats) -> list[str]:
     """The terms whose documents become candidates. When some terms are selective, documents that
     hold only very common terms cannot reach the top and are not fetched (the idea of MaxScore),

@@ -1,10 +1,14 @@
-"""Search quality: recall@1/5/10 and MRR per category and overall, at turn level.
+"""Search quality: recall@1/5/10 and MRR per part, per category and overall, at turn level.
 
 Usage:
-    python scripts/bench/search_quality.py [DATASET] [--mode fts|semantic|hybrid|recall|all] [--dsn DSN]
+    python scripts/bench/search_quality.py [DATASET …] [--mode fts|semantic|hybrid|recall|all] [--dsn DSN]
         [--embedder local|openai] [--model NAME] [--json] [--misses]
 
-DATASET defaults to scripts/bench/data/memory_qa.json. Without --dsn a temporary embedded PostgreSQL
+DATASET defaults to both bundled sets: scripts/bench/data/memory_qa.json (agent sessions about
+projects) and scripts/bench/data/life_qa.json (long multi-session conversations, one session per
+day). Every question belongs to a part by a fixed rule on its conversation id (`part_of`): `tuning`
+or `held-out`. Weights and thresholds of the ranking are chosen on the tuning part only; the
+held-out part is what the README reports. Without --dsn a temporary embedded PostgreSQL
 is started (and stopped). With --dsn the role must be allowed to CREATE DATABASE: the run imports
 into a new database and drops it afterwards (--keep to look at it).
 
@@ -24,7 +28,9 @@ Dataset format (JSON, UTF-8):
                                       "turns": [{"id", "role", "content", "date" (RFC 3339)}, …],
                                       "decisions": [{"id", "type", "summary", "status", "rationale"?,
                                                      "turn" (turn id)?, "supersedes" (decision id)?}, …]}]}],
-     "questions": [{"id", "question", "project"?, "category", "answer_turns": [turn id, …]}, …]}
+     "questions": [{"id", "question", "project"?, "category", "answer_turns": [turn id, …],
+                    "evidence_turns"? (all turns the answer needs; informative),
+                    "conversation"? (else the conversation of its first answer turn)}, …]}
 A question is answered at rank r when the r-th ranked turn is one of its answer_turns. Turns are
 imported through the normal append path (append_messages with append_id = turn id).
 """
@@ -32,10 +38,11 @@ imported through the normal append path (append_messages with append_id = turn i
 from __future__ import annotations
 
 import argparse
+import hashlib
+import importlib
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 import uuid
@@ -44,6 +51,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import psycopg
 from psycopg.conninfo import make_conninfo
@@ -54,7 +62,9 @@ from mcp_memory.core.service import Service
 from mcp_memory.embeddings.providers import DEFAULT_LOCAL_MODEL, SHIPPED_MODELS
 from mcp_memory.store import embedded, migrate
 
-DEFAULT = Path(__file__).with_name("data") / "memory_qa.json"
+DATA = Path(__file__).with_name("data")
+DEFAULTS = [DATA / "memory_qa.json", DATA / "life_qa.json"]
+PARTS = ("tuning", "held-out")
 KS = (1, 5, 10)
 Key = tuple[str, int]
 
@@ -155,9 +165,22 @@ def embed_all(service: Service, embedder: str, model: str) -> dict[str, float]:
             "embed_s": round(seconds, 2), "messages_per_s": round(count / seconds, 1) if seconds else 0.0}
 
 
+def part_of(conversation_id: str) -> str:
+    """The fixed split: the first byte of the SHA-256 of the conversation id, even → tuning."""
+    return PARTS[hashlib.sha256(conversation_id.encode()).digest()[0] % 2]
+
+
+def conversation_of(data: dict) -> dict[str, str]:
+    """question id → conversation id (given, else the conversation of its first answer turn)."""
+    owner = {t["id"]: conv["id"] for conv in data["conversations"] for s in conv["sessions"] for t in s["turns"]}
+    return {q["id"]: q.get("conversation") or owner[q["answer_turns"][0]] for q in data["questions"]}
+
+
 def evaluate(service: Service, data: dict, turn_of: dict[Key, str], mode: str) -> tuple[dict, list[dict], list[float]]:
+    """{part: {category: metrics}} (part ALL: both), the misses and the query latencies."""
     ranker = RANKERS[mode]
-    per: dict[str, list[tuple[int | None]]] = defaultdict(list)
+    owner = conversation_of(data)
+    per: dict[str, dict[str, list[int | None]]] = defaultdict(lambda: defaultdict(list))
     misses, latencies = [], []
     for question in data["questions"]:
         start = time.perf_counter()
@@ -165,12 +188,16 @@ def evaluate(service: Service, data: dict, turn_of: dict[Key, str], mode: str) -
         latencies.append((time.perf_counter() - start) * 1000)
         answers = set(question["answer_turns"])
         rank = next((i + 1 for i, turn in enumerate(ranked) if turn in answers), None)
-        per[question["category"]].append(rank)
-        per["ALL"].append(rank)
+        part = part_of(owner[question["id"]])
+        for name in (part, "ALL"):
+            per[name][question["category"]].append(rank)
+            per[name]["ALL"].append(rank)
         if rank is None or rank > 5:
-            misses.append({"id": question["id"], "question": question["question"], "rank": rank,
+            misses.append({"id": question["id"], "part": part, "question": question["question"], "rank": rank,
                            "answers": sorted(answers), "got": ranked[:5]})
-    report = {category: metrics(ranks) for category, ranks in sorted(per.items(), key=lambda kv: kv[0] == "ALL")}
+    report = {part: {category: metrics(ranks) for category, ranks in sorted(per[part].items(),
+                                                                          key=lambda kv: (kv[0] == "ALL", kv[0]))}
+              for part in (*PARTS, "ALL") if part in per}
     return report, misses, latencies
 
 
@@ -185,59 +212,113 @@ def metrics(ranks: list[int | None]) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("dataset", nargs="?", type=Path, default=DEFAULT)
-    parser.add_argument("--mode", choices=[*sorted(RANKERS), "all"], default="fts")
+    parser.add_argument("dataset", nargs="*", type=Path, default=DEFAULTS)
+    parser.add_argument("--mode", default="fts", type=modes_of,
+                        help="fts, semantic, hybrid, recall, all, or a comma-separated list (default fts)")
     parser.add_argument("--embedder", choices=["local", "openai"], default="local",
                         help="semantic/hybrid: the local model, or the [embeddings] section of the config")
     parser.add_argument("--model", default=DEFAULT_LOCAL_MODEL,
                         help=f"the local model (default {DEFAULT_LOCAL_MODEL}; shipped: {', '.join(SHIPPED_MODELS)})")
     parser.add_argument("--dsn", help="a server where this role may create databases (default: temporary embedded)")
-    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument("--json", action="store_true", help="print one JSON document per run (JSON lines)")
     parser.add_argument("--misses", action="store_true", help="list questions not answered in the top 5")
     parser.add_argument("--keep", action="store_true", help="keep the scratch database")
+    parser.add_argument("--sweep", action="append", default=[], metavar="MODULE.NAME=V1,V2",
+                        help="re-run every mode with each value of a ranking constant, e.g. "
+                             "core.hybrid.VECTOR_WEIGHT=0.5,1 (choose values on the tuning part only)")
+    parser.add_argument("--sweep-mode", action="append", default=[], metavar="MODE",
+                        help="with --sweep: only these modes run with every setting, the others once")
     args = parser.parse_args()
-    data = json.loads(args.dataset.read_text(encoding="utf-8"))
+    for path in args.dataset:
+        run_dataset(args, json.loads(path.read_text(encoding="utf-8")))
+
+
+def modes_of(text: str) -> list[str]:
+    modes = sorted(RANKERS) if text == "all" else text.split(",")
+    unknown = [m for m in modes if m not in RANKERS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown mode {unknown[0]}: choose from {', '.join(sorted(RANKERS))}, all")
+    return modes
+
+
+def settings_of(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Every combination of the --sweep values ([{}] without sweeps)."""
+    combos: list[dict[str, Any]] = [{}]
+    for item in args.sweep:
+        name, _, values = item.partition("=")
+        combos = [{**c, name: json.loads(v)} for c in combos for v in values.split(",")]
+    return combos
+
+
+def apply_setting(setting: dict[str, Any]) -> None:
+    for name, value in setting.items():
+        module, _, attr = name.rpartition(".")
+        target = importlib.import_module(f"mcp_memory.{module}")
+        if not hasattr(target, attr):
+            raise SystemExit(f"--sweep: mcp_memory.{module} has no {attr}")
+        setattr(target, attr, value)
+
+
+def run_dataset(args: argparse.Namespace, data: dict) -> list[dict]:
+    """Import the dataset, embed it when a mode needs vectors, and evaluate every mode × setting."""
     with scratch_database(args.dsn, args.keep) as dsn:
         environ = {"MCP_MEMORY_HOME": tempfile.gettempdir()}
         if args.embedder == "openai":
             environ = dict(os.environ)
         settings = replace(load_settings(dsn=dsn, environ=environ), pool_max=4)
         service = build(settings)
-        modes = sorted(RANKERS) if args.mode == "all" else [args.mode]
+        modes = args.mode
+        results = []
         try:
             start = time.perf_counter()
             turn_of = load(service, data)
             load_s = time.perf_counter() - start
-            embedding = embed_all(service, args.embedder, args.model) if SEMANTIC & set(modes) or args.mode == "all" else None
-            runs = {mode: evaluate(service, data, turn_of, mode) for mode in modes}
+            embedding = embed_all(service, args.embedder, args.model) if SEMANTIC & set(modes) else None
+            for n, setting in enumerate(settings_of(args)):
+                apply_setting(setting)
+                for mode in modes:
+                    if n and args.sweep_mode and mode not in args.sweep_mode:
+                        continue
+                    report, misses, latencies = evaluate(service, data, turn_of, mode)
+                    summary = _summary(data, turn_of, mode, load_s, embedding, report, latencies, setting)
+                    if args.misses:
+                        summary["misses"] = misses
+                    results.append(summary)
+                    if args.json:
+                        print(json.dumps(summary, ensure_ascii=False), flush=True)
+                    else:
+                        _print(summary, misses if args.misses else [])
         finally:
             service.db.close()
-    for mode, (report, misses, latencies) in runs.items():
-        _print(args, data, turn_of, mode, load_s, embedding, report, misses, latencies)
+    return results
 
 
-def _print(args: argparse.Namespace, data: dict, turn_of: dict, mode: str, load_s: float, embedding: dict | None,
-           report: dict, misses: list[dict], latencies: list[float]) -> None:
-    summary = {"dataset": data.get("name"), "mode": mode, "turns": len(turn_of),
-               "questions": len(data["questions"]), "import_s": round(load_s, 2), "embedding": embedding,
-               "query_ms_p50": round(statistics.median(latencies), 1),
-               "query_ms_p95": round(sorted(latencies)[int(len(latencies) * 0.95) - 1], 1),
-               "categories": report}
-    if args.json:
-        json.dump({**summary, **({"misses": misses} if args.misses else {})}, sys.stdout, ensure_ascii=False, indent=2)
-        print()
-        return
-    print(f"{summary['dataset']}  mode={mode}  turns={summary['turns']}  questions={summary['questions']}  "
-          f"import {summary['import_s']} s  query p50 {summary['query_ms_p50']} ms  p95 {summary['query_ms_p95']} ms")
+def _summary(data: dict, turn_of: dict, mode: str, load_s: float, embedding: dict | None, report: dict,
+             latencies: list[float], setting: dict[str, Any]) -> dict[str, Any]:
+    return {"dataset": data.get("name"), "mode": mode, "setting": setting, "turns": len(turn_of),
+            "questions": len(data["questions"]), "import_s": round(load_s, 2), "embedding": embedding,
+            "query_ms_p50": round(statistics.median(latencies), 1),
+            "query_ms_p95": round(sorted(latencies)[int(len(latencies) * 0.95) - 1], 1),
+            "parts": report}
+
+
+def _print(summary: dict[str, Any], misses: list[dict]) -> None:
+    setting = " ".join(f"{k}={v}" for k, v in summary["setting"].items())
+    print(f"{summary['dataset']}  mode={summary['mode']}  {setting}  turns={summary['turns']}  "
+          f"questions={summary['questions']}  import {summary['import_s']} s  query p50 {summary['query_ms_p50']} ms  "
+          f"p95 {summary['query_ms_p95']} ms")
+    embedding = summary["embedding"]
     if embedding:
         print(f"embedding: {embedding['model']} (loaded in {embedding['load_s']} s) {embedding['messages']} messages "
               f"in {embedding['embed_s']} s = {embedding['messages_per_s']} messages/s (message + window vectors)")
-    print(f"{'category':<16}{'n':>5}" + "".join(f"{'R@' + str(k):>8}" for k in KS) + f"{'MRR':>8}")
-    for category, m in report.items():
-        print(f"{category:<16}{m['n']:>5}" + "".join(f"{m[f'recall@{k}']:>8.3f}" for k in KS) + f"{m['mrr']:>8.3f}")
-    if args.misses:
-        for miss in misses:
-            print(f"  miss {miss['id']} rank={miss['rank']}: {miss['question']}  answers={miss['answers']} got={miss['got']}")
+    print(f"{'part':<10}{'category':<16}{'n':>5}" + "".join(f"{'R@' + str(k):>8}" for k in KS) + f"{'MRR':>8}")
+    for part, categories in summary["parts"].items():
+        for category, m in categories.items():
+            print(f"{part:<10}{category:<16}{m['n']:>5}" + "".join(f"{m[f'recall@{k}']:>8.3f}" for k in KS)
+                  + f"{m['mrr']:>8.3f}")
+    for miss in misses:
+        print(f"  miss [{miss['part']}] {miss['id']} rank={miss['rank']}: {miss['question']}  "
+              f"answers={miss['answers']} got={miss['got']}")
 
 
 if __name__ == "__main__":
