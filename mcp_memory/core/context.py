@@ -1,4 +1,4 @@
-"""Session context: key/value facts of a session (seed 2 §2.2) — selected stack, constraints,
+"""Session context: key/value facts of a session — selected stack, constraints,
 related docs. Values are JSON; every set keeps the previous values as history."""
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""Decisions: what was proposed, accepted, rejected or superseded, and why (seed 2 §2.3, §4.3, §6.1).
+"""Decisions: what was proposed, accepted, rejected or superseded, and why.
 
 A new decision that supersedes another marks the old one superseded in the same transaction.
 Updates are optimistic: the caller names the version it read; if it moved, the answer is [conflict]
-and the caller reads again (seed 2 §6.1)."""
+and the caller reads again."""
 
 from __future__ import annotations
 

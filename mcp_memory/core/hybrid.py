@@ -1,4 +1,4 @@
-"""Search modes (DESIGN.md decision 6): `fts` (BM25, core/search.py), `semantic` (nearest vectors of
+"""Search modes (README, design note 6): `fts` (BM25, core/search.py), `semantic` (nearest vectors of
 the query, pgvector) and `hybrid` (both scores normalised and added, see `combine`). Recency and
 dates are applied to the final score as in full-text search, and every mode honours the same filters.
 

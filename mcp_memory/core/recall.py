@@ -1,4 +1,4 @@
-"""Recall: the prompt-ready history block of seed 2 §4.4 — decisions first, then messages, each
+"""Recall: the prompt-ready history block — decisions first, then messages, each
 line dated and at most 200 characters, decisions labelled with their status in the language of
 the question, and a short warning that history may be stale."""
 

@@ -2,8 +2,8 @@
 payloads (`clean`), and session meta, titles, snapshot commit messages, decisions and context values
 (`clean_text`, `clean_value`; the core modules call them before the store's write functions).
 
-Two jobs: PostgreSQL cannot hold U+0000, and secrets must not reach the database (seed 1 §8,
-"脱敏红线"). Opaque provider data is left byte-identical: a thinking `signature`, encrypted
+Two jobs: PostgreSQL cannot hold U+0000, and secrets must not reach the database
+(redaction before anything is stored). Opaque provider data is left byte-identical: a thinking `signature`, encrypted
 reasoning (`thinking.content` when `encrypted`, `encrypted_content`, Claude's `redacted_thinking`
 data, Gemini's `thoughtSignature`) authenticates or *is* the model's state; changing one character
 makes the provider reject the resumed conversation, and it holds no user text to leak.

@@ -1,5 +1,5 @@
 """Search over messages: rules for arguments, BM25 candidates, neighbour credit, snippets
-(DESIGN.md decision 6). The scoring pieces are pure functions in mcp_memory.search."""
+(README, design note 6). The scoring pieces are pure functions in mcp_memory.search."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Search query syntax → weighted terms and a tsquery (pure; DESIGN.md decision 6).
+"""Search query syntax → weighted terms and a tsquery (pure; README, design note 6).
 
 Syntax: plain words (alternatives, ranked: a missing word lowers the score, it never excludes a
 message), "quoted phrases" (required, in order), -word / -"phrase" (excluded), and OR (accepted and

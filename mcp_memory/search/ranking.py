@@ -1,6 +1,6 @@
 """Ranking rules, pure: BM25 weights, candidate selection, neighbour credit, recency, ties.
 
-What DESIGN.md decision 6 measured, and how it shows here:
+What README design note 6 records, and how it shows here:
 - BM25 (k1 1.2, b 0.5) with per-project term statistics — the store computes the sum over a
   message's terms with the weights given by `term_weights` (query weight × idf);
 - a turn's neighbours (previous and next turn of the same session) count at half weight:

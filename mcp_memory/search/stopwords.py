@@ -1,4 +1,4 @@
-"""Stop words: dropped from documents and queries (DESIGN.md decision 6: natural-language questions
+"""Stop words: dropped from documents and queries (README, design note 6: natural-language questions
 rank better without them). Lists are short on purpose: a word that carries meaning in some project
 ("use", "test", "上") stays searchable."""
 

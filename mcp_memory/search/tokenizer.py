@@ -1,4 +1,4 @@
-"""The tokenizer shared by documents and queries (DESIGN.md decision 6).
+"""The tokenizer shared by documents and queries (README, design note 6).
 
 PostgreSQL's `simple` and `english` configurations cannot split Chinese (超时, 订单 are never found
 inside a sentence), and trigram indexes miss two-character words. So the core tokenizes text itself

@@ -1,4 +1,4 @@
-"""The built-in secret patterns (seed 1 §8 "脱敏红线": redact before anything is stored).
+"""The built-in secret patterns (redact before anything is stored).
 
 Each rule names what it finds (`[REDACTED:<name>]`). A rule whose regex has a group named `secret`
 replaces only that group, so the context a reader needs survives: `password=[REDACTED:password]`,

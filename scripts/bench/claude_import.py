@@ -1,7 +1,7 @@
 """Import throughput of the pure Claude Code read, and the cost of an incremental (hook) read.
 
 Usage: python scripts/bench/claude_import.py [COPIES]  — repeats the real Claude Code 2.1.328 session of
-shared/fixtures/real/claude-code COPIES times (47 lines each, fresh ids, one chain) into a temporary file.
+tests/fixtures/real/claude-code COPIES times (47 lines each, fresh ids, one chain) into a temporary file.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from mcp_memory.agents import adapter_for
 
-FIXTURE = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "real" / "claude-code"
+FIXTURE = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "real" / "claude-code"
 
 
 def transcript(copies: int) -> list[str]:

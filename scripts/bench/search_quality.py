@@ -12,7 +12,7 @@ held-out part is what the README reports. Without --dsn a temporary embedded Pos
 is started (and stopped). With --dsn the role must be allowed to CREATE DATABASE: the run imports
 into a new database and drops it afterwards (--keep to look at it).
 
-Modes: `fts` ranks messages with search_messages (the full-text search of DESIGN.md decision 6);
+Modes: `fts` ranks messages with search_messages (the full-text search of README, design note 6);
 `recall` ranks the turns behind the recall block's items (decisions count by the turn they cite).
 `semantic` and `hybrid` rank with search_messages(mode=…) after `embed_pending` with the embedder
 (`local`: --model, one of SHIPPED_MODELS in mcp_memory/embeddings/providers.py, offline: the default
