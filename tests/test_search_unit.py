@@ -132,3 +132,13 @@ def test_index_fast_path_matches_the_tokenizer(text: str) -> None:
     from mcp_memory.search.tokenizer import iter_terms, iter_tokens
 
     assert list(iter_terms(text)) == [(t.term, t.position) for t in iter_tokens(text)]
+
+
+def test_highlights_do_not_nest_in_text_that_holds_asterisks() -> None:
+    from mcp_memory.search.snippet import snippet
+
+    text = "we keep the **ledger** in a *single* database"
+    out = snippet(text, {"ledger": 1.0})
+    assert "****" not in out
+    assert out == "we keep the \\*\\***ledger**\\*\\* in a \\*single\\* database"
+    assert snippet("no *match* here", {"zzz": 1.0}) == "no \\*match\\* here"

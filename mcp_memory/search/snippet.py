@@ -1,4 +1,7 @@
-"""Snippets: the part of a message that holds most query terms, hits highlighted as **hit**."""
+"""Snippets: the part of a message that holds most query terms, hits highlighted as **hit**.
+
+Asterisks of the message itself are escaped (`\\*`, as Markdown does), so that a text that already
+holds `**bold**` does not make highlights nest or run together."""
 
 from __future__ import annotations
 
@@ -16,18 +19,22 @@ def snippet(text: str, terms: dict[str, float], *, width: int = WIDTH) -> str:
     text = _SPACE.sub(" ", text).strip()
     spans = [(t.start, t.end, t.term) for t in tokenize(text) if t.term in terms]
     if not spans:
-        return _cut(text, 0, width)
+        return _plain(_cut(text, 0, width))
     start = _best_start(spans, terms, width, len(text))
     end = min(len(text), start + width)
     strong = [(s, e) for s, e, term in spans if terms[term] >= HIGHLIGHT_WEIGHT] or [(s, e) for s, e, _ in spans]
     inside = _merge([(s, e) for s, e in strong if s >= start and e <= end])
     pieces, cursor = [], start
     for s, e in inside:
-        pieces.append(text[cursor:s])
-        pieces.append(f"**{text[s:e]}**")
+        pieces.append(_plain(text[cursor:s]))
+        pieces.append(f"**{_plain(text[s:e])}**")
         cursor = e
-    pieces.append(text[cursor:end])
+    pieces.append(_plain(text[cursor:end]))
     return ("…" if start > 0 else "") + "".join(pieces) + ("…" if end < len(text) else "")
+
+
+def _plain(text: str) -> str:
+    return text.replace("*", "\\*")
 
 
 def _best_start(spans: list[tuple[int, int, str]], terms: dict[str, float], width: int, length: int) -> int:
