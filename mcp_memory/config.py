@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from .credentials import mask_dsn
 from .errors import ConfigError
-from .models import DEFAULT_MAX_MESSAGE_BYTES
+from .schema import DEFAULT_MAX_MESSAGE_BYTES
 
 APP = "mcp-memory"
 KEYRING_SERVICE = "mcp-memory"

@@ -19,9 +19,9 @@ from typing import Any, Self
 
 from .config import Settings
 from .core.service import Service
-from .memory_records import ContextOut, DecisionCreated, DecisionList, DecisionStatus, MatchList, Recall, SearchMode
-from .models import Role
-from .records import Page
+from .memory_results import ContextOut, DecisionCreated, DecisionList, DecisionStatus, MatchList, Recall, SearchMode
+from .results import Page
+from .schema import Role
 
 
 class Memory:
@@ -30,7 +30,7 @@ class Memory:
     def __init__(self, dsn: str | None = None, *, settings: Settings | None = None,
                  service: Service | None = None) -> None:
         if service is None:
-            from .app import build
+            from .wiring import build
 
             service = build(settings, dsn=dsn, application_name="mcp-memory library")
             self._owned = True

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .memory_records import (
+from .memory_results import (
     Alternative,
     ContextOut,
     ContextSet,
@@ -28,8 +28,7 @@ from .memory_records import (
     SearchMode,
     Visibility,
 )
-from .models import MessageIn, Role
-from .records import (
+from .results import (
     AppendManyResult,
     AppendResult,
     CreatedSession,
@@ -40,6 +39,7 @@ from .records import (
     SnapshotCreated,
     SnapshotList,
 )
+from .schema import MessageIn, Role
 
 # limits, in one place (the core checks them again for callers that skip the models)
 MAX_PAGE = 1000  # read_session

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .agents.base import NeutralSession
-from .models import MessageIn
+from .schema import MessageIn
 
 
 class Spool:

@@ -20,10 +20,10 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
-from mcp_memory.app import build
 from mcp_memory.config import Settings, load_settings
 from mcp_memory.core.service import Service
 from mcp_memory.store import embedded, migrate
+from mcp_memory.wiring import build
 
 TEMPLATE = f"mm_template_{os.getpid()}"
 # The embedded server refuses root unless told: CI and containers run the tests as root, so the

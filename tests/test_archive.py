@@ -14,12 +14,12 @@ import psycopg
 import pytest
 from conftest import scratch_database
 
-from mcp_memory.app import build
 from mcp_memory.archive import layout
 from mcp_memory.cli import main
 from mcp_memory.config import Settings
 from mcp_memory.core.service import Service
 from mcp_memory.errors import Unavailable
+from mcp_memory.wiring import build
 
 
 def git(repo: Path, *args: str) -> str:
@@ -257,7 +257,7 @@ def test_restore_round_trip_equals_the_original(service: Service, cli, tmp_path:
 
 
 def test_stalled_job_returns_to_the_queue_when_its_lease_runs_out(service: Service, settings) -> None:
-    from mcp_memory.store.archive_repo import LeaderLock
+    from mcp_memory.store.archive_store import LeaderLock
     from mcp_memory.store.db import Database
 
     s = service.create_session("proj")
@@ -283,7 +283,7 @@ def test_stalled_job_returns_to_the_queue_when_its_lease_runs_out(service: Servi
 def test_a_connection_without_the_archiver_lock_claims_nothing(service: Service, settings) -> None:
     """The queue functions check the lock on the calling connection itself: a standby (or anyone)
     cannot claim, renew or finish a job, even with the owner's rights."""
-    from mcp_memory.store.archive_repo import LeaderLock
+    from mcp_memory.store.archive_store import LeaderLock
     from mcp_memory.store.db import Database
 
     s = service.create_session("proj")

@@ -88,7 +88,7 @@ def test_demo_on_the_embedded_default(profile) -> None:
 def test_doctor_shows_the_search_backlog_and_reindex_clears_it(profile, fresh_db, settings) -> None:
     """A process killed between its append and its indexing pass: doctor counts what is not
     indexed, `reindex --json` indexes it, and the backlog is gone."""
-    from mcp_memory.app import build
+    from mcp_memory.wiring import build
 
     dying = build(settings)
     dying.indexer.submit = lambda session_id: None  # it never gets to index

@@ -6,8 +6,8 @@ from __future__ import annotations
 import multiprocessing as mp
 import random
 
-from mcp_memory.app import build
 from mcp_memory.config import load_settings
+from mcp_memory.wiring import build
 
 WRITERS = 6
 PER_WRITER = 60

@@ -13,10 +13,10 @@ import pytest
 from conftest import ROOT_OPT_IN, embedded_home
 from mcp import Client
 
-from mcp_memory.app import build
 from mcp_memory.config import load_settings
 from mcp_memory.mcp.server import build_server
 from mcp_memory.store import embedded
+from mcp_memory.wiring import build
 
 
 def _cli(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -37,7 +37,7 @@ def home_env():
 
 
 def test_two_processes_starting_at_once_share_one_server(home_env) -> None:
-    code = ("from mcp_memory.app import build; from mcp_memory.config import load_settings; "
+    code = ("from mcp_memory.wiring import build; from mcp_memory.config import load_settings; "
             "from mcp_memory.store import embedded; import json, os; s = load_settings(); svc = build(s); "
             "svc.create_session('p'); print(json.dumps(embedded.status(s.embedded_dir).pid)); svc.db.close()")
     with ThreadPoolExecutor(4) as pool:

@@ -289,7 +289,7 @@ async def test_read_session_leaves_native_records_out_unless_asked(client) -> No
 async def test_read_session_waits_for_an_append_from_another_process(client, service, settings) -> None:
     import threading
 
-    from mcp_memory.app import build
+    from mcp_memory.wiring import build
 
     sid = (await client.call_tool("create_session", {"project_id": "p"})).structured_content["session_id"]
     other = build(settings)  # another Service: its own pool, as another process would have

@@ -84,8 +84,8 @@ def test_upgrade_to_0006_keeps_what_appends_indexed_and_finds_the_rest(empty_db:
     backlog that reindex (or the next search) indexes, and nothing is indexed twice."""
     from dataclasses import replace
 
-    from mcp_memory.app import build
     from mcp_memory.config import load_settings
+    from mcp_memory.wiring import build
 
     sid = "ses_00000000-0000-0000-0000-00000000000a"
     with psycopg.connect(empty_db, autocommit=True) as conn:

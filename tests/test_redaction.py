@@ -13,11 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcp_memory.app import build, build_cleaner
 from mcp_memory.config import Settings
 from mcp_memory.core.sanitize import Cleaner
 from mcp_memory.errors import ConfigError
 from mcp_memory.security.redact import Redactor, from_config
+from mcp_memory.wiring import build, build_cleaner
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))

@@ -16,7 +16,7 @@ from test_archive import cli  # noqa: F401  (the in-process `mcp-memory` fixture
 from mcp_memory.agents.base import NeutralSession
 from mcp_memory.core.imports import store_sessions
 from mcp_memory.core.service import Service
-from mcp_memory.models import MessageIn
+from mcp_memory.schema import MessageIn
 
 # fake secrets, assembled so that the source itself holds none whole
 GHP = "ghp_" + "Zq8Lw2Nv5Rt7Yb1Kc4Xd6Fg9Hj3Mp0Sa2Ue5Wq"

@@ -14,7 +14,7 @@ import psycopg
 from mcp_memory.agents.base import NeutralSession
 from mcp_memory.core.imports import carries, continuation, imported_session_id, record_export, store_sessions
 from mcp_memory.core.service import Service
-from mcp_memory.models import MessageIn
+from mcp_memory.schema import MessageIn
 
 
 def turns(prefix: str, n: int) -> list[MessageIn]:

@@ -22,10 +22,10 @@ import psycopg
 import pytest
 from conftest import ROOT_OPT_IN, embedded_home
 
-from mcp_memory.app import build
 from mcp_memory.config import load_settings
 from mcp_memory.errors import Unavailable
 from mcp_memory.store import embedded
+from mcp_memory.wiring import build
 
 DEADLINE = 2.0
 

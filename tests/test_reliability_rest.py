@@ -13,11 +13,11 @@ import pytest
 from psycopg import sql
 from test_rest import Server
 
-from mcp_memory.app import build
 from mcp_memory.http.app import HttpOptions, create_app
 from mcp_memory.http.auth import TokenRegistry
 from mcp_memory.http.ratelimit import RateLimiter
 from mcp_memory.security import tokens
+from mcp_memory.wiring import build
 
 pytest_plugins = ["test_security_support"]
 TOKENS = 200

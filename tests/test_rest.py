@@ -12,7 +12,6 @@ from dataclasses import dataclass
 import pytest
 from http_support import Uvicorn
 
-from mcp_memory.app import build
 from mcp_memory.config import Settings
 from mcp_memory.errors import Invalid
 from mcp_memory.http.app import HttpOptions, create_app
@@ -21,6 +20,7 @@ from mcp_memory.http.ratelimit import RateLimiter
 from mcp_memory.http.server import is_loopback, prepare
 from mcp_memory.security import tokens
 from mcp_memory.store.db import Database
+from mcp_memory.wiring import build
 
 MSG = {"role": "user", "content": "hello"}
 

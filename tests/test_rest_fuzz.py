@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 from mcp import Client
 from test_rest import Server
 
-from mcp_memory.app import build
 from mcp_memory.http.app import HttpOptions, create_app
 from mcp_memory.http.auth import TokenRegistry
 from mcp_memory.http.openapi import document
 from mcp_memory.mcp.server import build_server
+from mcp_memory.wiring import build
 
 BOUNDED = settings(max_examples=12, deadline=None, database=None, derandomize=True,
                    suppress_health_check=list(HealthCheck))

@@ -205,7 +205,7 @@ def test_core_batch_append_through_a_token(world: dict[str, str], make_token, se
         try:
             seqs = svc.append_messages(world["A"], [MSG, MSG, MSG]).seqs
         except psycopg.errors.FeatureNotSupported as exc:
-            pytest.skip(f"store/repo.py writes batches with COPY, which PostgreSQL refuses under row-level "
+            pytest.skip(f"store/core_store.py writes batches with COPY, which PostgreSQL refuses under row-level "
                         f"security ({exc}); it must use INSERT … SELECT FROM unnest for batches")
         assert seqs == [3, 4, 5]
     finally:

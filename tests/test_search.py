@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from mcp import Client
 
-from mcp_memory.app import build
 from mcp_memory.errors import Invalid, NotFound
 from mcp_memory.mcp.server import build_server
+from mcp_memory.wiring import build
 
 
 def _session(service, project="shop", agent="claude-code", title="订单模块架构评估"):

@@ -19,11 +19,11 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from mcp_memory.app import build
 from mcp_memory.config import Settings
 from mcp_memory.core.service import Service
 from mcp_memory.security import tokens
 from mcp_memory.store.db import Database
+from mcp_memory.wiring import build
 
 ROLE_PREFIX = "mmtest_"
 HBA_RULES = (f"local all /^{ROLE_PREFIX} scram-sha-256\n"

@@ -9,12 +9,12 @@ import psycopg
 import pytest
 from semantic_support import HashEmbedder, StubServer
 
-from mcp_memory.app import build, build_embedder
 from mcp_memory.cli import main
 from mcp_memory.commands.doctor import _semantic_check
 from mcp_memory.core import embed
 from mcp_memory.embeddings.providers import HttpProvider
 from mcp_memory.errors import Invalid, Unavailable
+from mcp_memory.wiring import build, build_embedder
 
 
 def has_pgvector(dsn: str) -> bool:

@@ -19,16 +19,16 @@ from test_ui_support import Browser, distinct_colours, needs_chromium
 
 from mcp_memory.agents import adapter_for
 from mcp_memory.agents.base import NeutralSession
-from mcp_memory.app import build
 from mcp_memory.archive.daemon import Archiver, ArchiverOptions
 from mcp_memory.config import Settings
 from mcp_memory.core.imports import record_export, store_sessions
 from mcp_memory.core.service import Service
 from mcp_memory.http.app import HttpOptions, create_app
 from mcp_memory.http.auth import TokenRegistry
-from mcp_memory.models import MessageIn
+from mcp_memory.schema import MessageIn
 from mcp_memory.store import migrate
 from mcp_memory.store.db import Database
+from mcp_memory.wiring import build
 
 pytest_plugins = ["test_security_support"]
 

@@ -7,7 +7,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from mcp_memory.models import Message
+from mcp_memory.schema import Message
 from mcp_memory.ui import render
 
 

@@ -217,7 +217,7 @@ def test_a_schema_6_database_keeps_its_rows_and_tokens(empty_db, password_server
 
     from mcp_memory.security import tokens
     from mcp_memory.store import migrate
-    from mcp_memory.store.security_repo import SecurityStore
+    from mcp_memory.store.security_store import SecurityStore
 
     role = f"{ROLE_PREFIX}old_{uuid.uuid4().hex[:8]}"
     token = tokens.new_token(role)

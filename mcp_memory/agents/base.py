@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from ..models import MessageIn
+from ..schema import MessageIn
 
 if TYPE_CHECKING:
     from types import ModuleType

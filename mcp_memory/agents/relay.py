@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..models import MessageIn
+from ..schema import MessageIn
 from . import adapter_for, names
 from .base import MappingReport, NeutralSession, WriteOptions
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from ..config import Settings
 from ..errors import Invalid, McpMemoryError, Unavailable
-from ..store.archive_repo import ArchiveStore, ClaimedJob, LeaderLock, Listener
+from ..store.archive_store import ArchiveStore, ClaimedJob, LeaderLock, Listener
 from ..store.db import Database, translate_errors
 from . import export, gitrepo
 from .retry import RetryStrategy

@@ -19,8 +19,8 @@ from typing import Any
 
 from ..core.messages import payload_digest
 from ..errors import Invalid, NotFound
-from ..models import format_time
-from ..store.archive_repo import ArchiveStore, ExportRow
+from ..schema import format_time
+from ..store.archive_store import ArchiveStore, ExportRow
 from ..store.db import Database
 from . import gitrepo, layout
 

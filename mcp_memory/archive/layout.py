@@ -19,7 +19,7 @@ from typing import Any
 
 from ..core.messages import payload_digest
 from ..errors import Invalid
-from ..models import format_time
+from ..schema import format_time
 
 SESSIONS_DIR = "sessions"
 BRANCH = "main"

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import Invalid, NotFound
-from ..models import format_time
-from ..store.archive_repo import ArchiveStore
+from ..schema import format_time
+from ..store.archive_store import ArchiveStore
 from ..store.db import Database
 from .daemon import describe_holder
 

@@ -24,7 +24,7 @@ import psycopg
 
 from ..core import search
 from ..errors import Invalid, McpMemoryError
-from ..store.archive_repo import ArchiveStore, RestoredMessage
+from ..store.archive_store import ArchiveStore, RestoredMessage
 from ..store.db import Database
 from . import gitrepo, layout
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Invalid, McpMemoryError
-from ..store.archive_repo import ArchiveStore
+from ..store.archive_store import ArchiveStore
 from ..store.db import Database
 from . import gitrepo, layout
 

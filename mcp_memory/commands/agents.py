@@ -19,7 +19,7 @@ from .. import agents, launcher
 from ..agents.base import FormatError, NeutralSession, WriteOptions
 from ..config import Settings
 from ..errors import Invalid, McpMemoryError
-from ..models import MessageIn
+from ..schema import MessageIn
 from .output import print_json, progress, service
 
 

@@ -6,7 +6,7 @@ import argparse
 import json
 
 from ..config import Settings
-from ..models import json_schema
+from ..schema import json_schema
 from .cliargs import parse
 from .output import print_json, service
 

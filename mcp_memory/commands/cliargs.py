@@ -12,8 +12,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import Invalid
-from ..models import describe_validation_error
 from ..operations import BY_NAME, Input, arguments
+from ..schema import describe_validation_error
 
 
 def _scalar(annotation: Any) -> tuple[type | None, list[str] | None]:

@@ -11,7 +11,7 @@ from ..config import Settings
 from ..errors import McpMemoryError
 from ..store import health, migrate
 from ..store.db import Database
-from ..store.search_repo import SearchStore
+from ..store.search_store import SearchStore
 from .output import print_json
 
 
@@ -111,7 +111,7 @@ def _pgvector_check(conn, database: dict[str, Any]) -> Check:
 
 def _semantic_check(settings: Settings) -> Check:
     """Whether semantic/hybrid search can run, and if not, why (it is optional: never a failure)."""
-    from ..app import build
+    from ..wiring import build
 
     try:
         svc = build(settings, application_name="mcp-memory doctor")

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # the CLI builds every sub-command's parser: none may import 
 
 @contextmanager
 def service(settings: Settings) -> Iterator[Service]:
-    from ..app import build
+    from ..wiring import build
 
     svc = build(settings, application_name="mcp-memory cli")
     try:

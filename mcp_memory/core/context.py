@@ -7,11 +7,11 @@ import json
 from typing import Any
 
 from ..errors import Invalid, NotFound
-from ..memory_records import Agent, ContextOut, ContextSet
+from ..memory_results import Agent, ContextOut, ContextSet
 from ..operations import MAX_KEY
+from ..store.core_store import Store
 from ..store.db import Database
-from ..store.memory_repo import MemoryStore
-from ..store.repo import Store
+from ..store.memory_store import MemoryStore
 from .sanitize import Cleaner
 
 MAX_VALUE_BYTES = 64 * 1024

@@ -10,15 +10,15 @@ import uuid
 from typing import Any
 
 from ..errors import Conflict, Invalid, NotFound
-from ..memory_records import Alternative, Decision, DecisionCreated
+from ..memory_results import Alternative, Decision, DecisionCreated
 from ..operations import MAX_DECISION_TYPE, MAX_TEXT
 from ..search import ranking
 from ..search.index import index_text
 from ..search.query import like_pattern, match_tsquery, parse, phrase_tsquery
+from ..store.core_store import Store
 from ..store.db import Database
-from ..store.memory_repo import MemoryStore
-from ..store.repo import Store
-from ..store.search_repo import SearchStore
+from ..store.memory_store import MemoryStore
+from ..store.search_store import SearchStore
 from .sanitize import Cleaner
 from .search import check_limit, check_query, check_time
 

@@ -12,7 +12,7 @@ from ..embeddings.providers import Provider
 from ..embeddings.texts import EmbedItem, batches, items_for
 from ..errors import Invalid, Unavailable
 from ..store.db import Database
-from ..store.embedding_repo import EmbeddingRow, EmbeddingStore, PendingSession
+from ..store.embedding_store import EmbeddingRow, EmbeddingStore, PendingSession
 
 log = logging.getLogger(__name__)
 

@@ -19,12 +19,12 @@ from typing import Any
 
 from ..embeddings.providers import Provider
 from ..errors import Invalid, Unavailable
-from ..memory_records import MatchList, SearchMode
+from ..memory_results import MatchList, SearchMode
 from ..search import ranking
 from ..search.query import parse
 from ..store.db import Database
-from ..store.embedding_repo import EmbeddingStore, Nearest
-from ..store.search_repo import Scope, SearchStore
+from ..store.embedding_store import EmbeddingStore, Nearest
+from ..store.search_store import Scope, SearchStore
 from .search import Lexical, check_limit, check_query, check_scope, fetch_matches, fts_scores, with_session
 
 MODES: tuple[SearchMode, ...] = ("fts", "semantic", "hybrid")

@@ -20,9 +20,9 @@ from typing import Any
 
 from ..agents.base import NeutralSession
 from ..errors import Invalid, McpMemoryError, Unavailable
-from ..models import MessageIn
-from ..store.imports_repo import Relay, ensure_session, find_relays, fork_for_relay, record_relay
-from ..store.repo import Store
+from ..schema import MessageIn
+from ..store.core_store import Store
+from ..store.imports_store import Relay, ensure_session, find_relays, fork_for_relay, record_relay
 from .service import Service
 from .sessions import check_project
 

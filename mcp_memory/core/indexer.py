@@ -21,7 +21,7 @@ import time
 from ..errors import Forbidden, McpMemoryError, Unavailable
 from ..search.index import index_message
 from ..store.db import Database
-from ..store.search_repo import IndexRow, SearchStore, StoredText
+from ..store.search_store import IndexRow, SearchStore, StoredText
 
 log = logging.getLogger(__name__)
 

@@ -17,11 +17,11 @@ from psycopg import Connection
 from pydantic import ValidationError
 
 from ..errors import Conflict, Invalid, NotFound
-from ..models import Message, MessageIn, format_time, parse_message, size_error
 from ..operations import MAX_BATCH, MAX_PAGE
-from ..records import AppendManyResult, Page
+from ..results import AppendManyResult, Page
+from ..schema import Message, MessageIn, format_time, parse_message, size_error
+from ..store.core_store import COPY_FROM, AppendRaced, NewMessage, Store, StoredRow, copy_allowed
 from ..store.db import Database
-from ..store.repo import COPY_FROM, AppendRaced, NewMessage, Store, StoredRow, copy_allowed
 from .sanitize import Cleaner
 
 

@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from ..embeddings.providers import Provider
-from ..memory_records import Decision, MessageMatch, Recall, RecallItem
+from ..memory_results import Decision, MessageMatch, Recall, RecallItem
 from ..operations import MAX_RECALL
 from ..search.snippet import shorten
 from ..store.db import Database

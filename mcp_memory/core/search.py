@@ -9,16 +9,16 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, overload
 
 from ..errors import Invalid, NotFound
-from ..memory_records import MessageMatch
-from ..models import ROLES, format_time
+from ..memory_results import MessageMatch
 from ..operations import MAX_MATCHES, MAX_QUERY_CHARS
+from ..schema import ROLES, format_time
 from ..search import dates, ranking
 from ..search.query import ParsedQuery, match_tsquery, phrase_tsquery
 from ..search.snippet import snippet
 from ..search.text import payload_text
+from ..store.core_store import Store
 from ..store.db import Database
-from ..store.repo import Store
-from ..store.search_repo import Scope, SearchStore
+from ..store.search_store import Scope, SearchStore
 from .indexer import Indexer
 
 MAX_LIMIT = MAX_MATCHES

@@ -9,7 +9,7 @@ from typing import Any
 from ..config import Settings
 from ..embeddings.providers import Provider
 from ..errors import Unavailable
-from ..memory_records import (
+from ..memory_results import (
     Agent,
     Alternative,
     ContextOut,
@@ -24,8 +24,8 @@ from ..memory_records import (
     SearchMode,
     Visibility,
 )
-from ..models import MessageIn, Role
-from ..records import AppendManyResult, AppendResult, Forked, Page, Session, SessionList, Snapshot
+from ..results import AppendManyResult, AppendResult, Forked, Page, Session, SessionList, Snapshot
+from ..schema import MessageIn, Role
 from ..store.db import Database
 from . import context, decisions, embed, hybrid, recall, search, sessions, snapshots, waiting
 from . import messages as messages_core

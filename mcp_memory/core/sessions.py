@@ -11,9 +11,9 @@ from typing import Any
 from ..errors import Invalid, NotFound
 from ..operations import MAX_PROJECT_CHARS
 from ..operations import MAX_SESSIONS as MAX_LIST
-from ..records import Session, SessionList
+from ..results import Session, SessionList
+from ..store.core_store import Store
 from ..store.db import Database
-from ..store.repo import Store
 from .sanitize import Cleaner
 
 SESSION_ID_PREFIX = "ses_"

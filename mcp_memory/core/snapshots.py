@@ -6,9 +6,9 @@ from typing import Any
 
 from ..errors import Invalid, NotFound
 from ..operations import MAX_TEXT as MAX_COMMIT_MSG
-from ..records import Forked, Snapshot
+from ..results import Forked, Snapshot
+from ..store.core_store import Store
 from ..store.db import Database
-from ..store.repo import Store
 from .sanitize import Cleaner
 from .sessions import check_meta, clean_meta, new_session_id
 

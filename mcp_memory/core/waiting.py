@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from ..errors import Invalid
 from ..operations import MAX_WAIT_SECONDS
-from ..records import Page
+from ..results import Page
 from ..store.append_listener import AppendListener
 from ..store.db import Database
 

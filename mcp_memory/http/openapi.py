@@ -11,8 +11,8 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from .. import __version__
-from ..models import MessageIn
 from ..operations import OPERATIONS
+from ..schema import MessageIn
 from .routes import ENDPOINTS, Endpoint, Param
 
 ERROR_STATUSES = {"400": "Invalid input (the message names the field)", "401": "Missing or rejected token",

@@ -14,8 +14,8 @@ from pydantic import BaseModel, ValidationError
 
 from ..core.service import Service
 from ..errors import Invalid
-from ..models import describe_validation_error
 from ..operations import BY_NAME, OPERATIONS, REST_NAMES, Input, Operation, call
+from ..schema import describe_validation_error
 
 
 @dataclass(frozen=True)

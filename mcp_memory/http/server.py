@@ -18,11 +18,11 @@ import ipaddress
 import logging
 from typing import Any
 
-from ..app import build
 from ..config import Settings
 from ..errors import ConfigError, Invalid
 from ..store.db import Database
-from ..store.security_repo import SecurityStore
+from ..store.security_store import SecurityStore
+from ..wiring import build
 from .app import HttpOptions, create_app
 from .auth import TokenRegistry
 

@@ -22,8 +22,8 @@ from pydantic.fields import FieldInfo
 
 from .. import __version__, jsoncheck
 from ..errors import McpMemoryError
-from ..models import describe_validation_error
 from ..operations import OPERATIONS, Operation, call
+from ..schema import describe_validation_error
 
 # tool arguments whose strings may hold U+0000: message payloads, where the core replaces it
 NUL_CLEANED = frozenset({"message", "messages"})

@@ -70,7 +70,7 @@ class LazyService:
     def __call__(self) -> Service:
         with self._lock:
             if self._service is None:
-                from ..app import build
+                from ..wiring import build
 
                 self._service = build(self.settings, application_name="mcp-memory serve")
             return self._service

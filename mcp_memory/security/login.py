@@ -18,7 +18,7 @@ from ..config import Settings
 from ..credentials import keyring_account, mask_dsn, store_password
 from ..errors import ConfigError, Forbidden, Invalid, Unavailable
 from ..store.db import translate_errors
-from ..store.security_repo import SecurityStore
+from ..store.security_store import SecurityStore
 from .tokens import parse_token, role_dsn
 
 

@@ -1,6 +1,6 @@
 """Secret redaction: every stored text passes through `Redactor.redact` before it is stored: message
 payloads, session meta and titles, snapshot commit messages, decisions, context values (core/sanitize.py
-walks each; app.py builds the redactor from the `[redaction]` config).
+walks each; wiring.py builds the redactor from the `[redaction]` config).
 
 ```toml
 [redaction]

@@ -20,7 +20,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from ..errors import Invalid, McpMemoryError, Unavailable
 from ..store.db import Database
-from ..store.security_repo import GROUP_ARCHIVER, GROUP_RO, GROUP_RW, SecurityStore, TokenRow
+from ..store.security_store import GROUP_ARCHIVER, GROUP_RO, GROUP_RW, SecurityStore, TokenRow
 
 PREFIX = "mmt"
 SECRET_CHARS = 43  # secrets.token_urlsafe(32)

@@ -57,7 +57,7 @@ class AppendListener:
         if self._conn is not None and not self._conn.closed and self._thread is not None:
             return
         self._conn = self.db.connect(autocommit=True)
-        self._conn.execute(q("append_listen"))
+        self._conn.execute(q("messages_listen"))
         self._stop.clear()
         self._thread = threading.Thread(target=self._run, args=(self._conn,), name="mcp-memory append listener",
                                         daemon=True)

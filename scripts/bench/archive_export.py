@@ -30,11 +30,11 @@ import psycopg
 from psycopg.conninfo import make_conninfo
 from psycopg.types.json import Jsonb
 
-from mcp_memory.app import build
 from mcp_memory.archive import export, gitrepo
 from mcp_memory.config import load_settings
 from mcp_memory.core.messages import payload_digest
 from mcp_memory.store import embedded, migrate
+from mcp_memory.wiring import build
 
 
 def fill(dsn: str, session_id: str, project: str, start: int, count: int) -> None:

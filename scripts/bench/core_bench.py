@@ -32,9 +32,9 @@ from pathlib import Path
 import psycopg
 from psycopg.types.json import Jsonb
 
-from mcp_memory.app import build
 from mcp_memory.config import load_settings
 from mcp_memory.store import embedded
+from mcp_memory.wiring import build
 
 NOOP_SERVER = textwrap.dedent("""
     import logging, sys

@@ -56,11 +56,11 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import make_conninfo
 
-from mcp_memory.app import build
 from mcp_memory.config import load_settings
 from mcp_memory.core.service import Service
 from mcp_memory.embeddings.providers import DEFAULT_LOCAL_MODEL, SHIPPED_MODELS
 from mcp_memory.store import embedded, migrate
+from mcp_memory.wiring import build
 
 DATA = Path(__file__).with_name("data")
 DEFAULTS = [DATA / "memory_qa.json", DATA / "life_qa.json"]

@@ -25,12 +25,12 @@ from pathlib import Path
 import psycopg
 import uvicorn
 
-from mcp_memory.app import build
 from mcp_memory.config import load_settings
 from mcp_memory.http.app import HttpOptions, create_app
 from mcp_memory.http.auth import TokenRegistry
 from mcp_memory.security import tokens
 from mcp_memory.store import embedded
+from mcp_memory.wiring import build
 
 MESSAGES = 10_000
 RUNS = 30

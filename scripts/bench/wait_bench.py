@@ -23,10 +23,10 @@ from pathlib import Path
 
 import psycopg
 
-from mcp_memory.app import build
 from mcp_memory.config import load_settings
 from mcp_memory.core.service import Service
 from mcp_memory.store import embedded
+from mcp_memory.wiring import build
 
 GAP_SECONDS = 0.03  # the writer appends this long after the reader started waiting
 

@@ -11,7 +11,7 @@ import pytest
 from agent_fixtures import FIXTURES
 
 from mcp_memory.agents import NeutralSession, WriteOptions, adapter_for
-from mcp_memory.models import MessageIn
+from mcp_memory.schema import MessageIn
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 

@@ -12,7 +12,7 @@ from agent_fixtures import FIXTURES
 
 from mcp_memory.agents import adapter_for
 from mcp_memory.agents.base import NeutralSession, WriteOptions
-from mcp_memory.models import MessageIn
+from mcp_memory.schema import MessageIn
 
 SHARED = FIXTURES
 REAL = SHARED / "real" / "codex" / "en" / "sessions"

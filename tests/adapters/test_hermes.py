@@ -10,7 +10,7 @@ import pytest
 
 from mcp_memory.agents import adapter_for
 from mcp_memory.agents.base import NeutralSession, WriteOptions
-from mcp_memory.models import MessageIn
+from mcp_memory.schema import MessageIn
 
 HERE = Path(__file__).resolve().parents[1] / "fixtures" / "hermes"
 EXPORT = HERE / "hermes-export.SYNTHETIC.jsonl"

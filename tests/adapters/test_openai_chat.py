@@ -10,7 +10,7 @@ from agent_fixtures import FIXTURES
 
 from mcp_memory.agents import adapter_for
 from mcp_memory.agents.base import NeutralSession, WriteOptions
-from mcp_memory.models import MessageIn
+from mcp_memory.schema import MessageIn
 
 HERE = Path(__file__).resolve().parents[1] / "fixtures" / "openai"
 SHARED = FIXTURES / "dsh"

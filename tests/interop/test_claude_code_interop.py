@@ -21,7 +21,7 @@ import pytest
 from agent_fixtures import FIXTURES
 
 from mcp_memory.agents import NeutralSession, WriteOptions, adapter_for
-from mcp_memory.models import MessageIn
+from mcp_memory.schema import MessageIn
 
 FIXTURES = FIXTURES / "real" / "claude-code"
 pytestmark = [

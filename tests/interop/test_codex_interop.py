@@ -22,7 +22,7 @@ from agent_fixtures import FIXTURES
 
 from mcp_memory.agents import NeutralSession, WriteOptions, adapter_for
 from mcp_memory.agents.codex import install as codex_integration
-from mcp_memory.models import MessageIn
+from mcp_memory.schema import MessageIn
 
 REAL = (
     FIXTURES / "real" / "codex" / "en" / "sessions"

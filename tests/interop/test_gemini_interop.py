@@ -20,7 +20,7 @@ import pytest
 from agent_fixtures import FIXTURES
 
 from mcp_memory.agents import NeutralSession, WriteOptions, adapter_for
-from mcp_memory.models import MessageIn
+from mcp_memory.schema import MessageIn
 
 REAL = (
     FIXTURES / "real" / "gemini" / "en" / ".gemini"

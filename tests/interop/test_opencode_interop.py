@@ -18,7 +18,7 @@ from agent_fixtures import FIXTURES
 
 from mcp_memory.agents import NeutralSession, WriteOptions
 from mcp_memory.agents.opencode.adapter import OpenCodeAdapter, default_db_path
-from mcp_memory.models import MessageIn
+from mcp_memory.schema import MessageIn
 
 REAL = FIXTURES / "real" / "opencode"
 pytestmark = [

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ...models import MessageIn
+from ...schema import MessageIn
 from ..base import MappingReport
 from .transcript import MESSAGE_TYPES, Line, chain_uuids
 

@@ -18,7 +18,7 @@ import uuid as uuidlib
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ...models import MessageIn
+from ...schema import MessageIn
 from ..base import MappingReport, NeutralSession, WriteOptions
 from .read import AGENT
 from .write_support import NAMESPACE, ancestors, core, parse_stamp, rebuild, stamp, text_of

@@ -7,7 +7,7 @@ import uuid as uuidlib
 from datetime import UTC, datetime
 from typing import Any
 
-from ...models import MessageIn
+from ...schema import MessageIn
 from ..base import MappingReport
 from .read import AGENT, ReadState, assistant_message, user_messages
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ...models import MessageIn
+from ...schema import MessageIn
 from ..base import MappingReport, parse_time, stable_id
 
 AGENT = "codex"

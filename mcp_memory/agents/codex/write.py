@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ...models import MessageIn
+from ...schema import MessageIn
 from ..base import MappingReport, NeutralSession, WriteOptions, stable_id
 from .read import AGENT, parse_time
 

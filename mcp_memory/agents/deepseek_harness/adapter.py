@@ -32,7 +32,7 @@ from typing import Any
 import zstandard
 
 from ...files import inside
-from ...models import MessageIn
+from ...schema import MessageIn
 from ...shell import command_line
 from ..base import Adapter, FormatError, MappingReport, NeutralSession, WriteOptions, WrittenSession, stable_id
 from ..openai_chat.adapter import json_arguments

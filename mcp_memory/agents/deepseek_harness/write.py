@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ...models import MessageIn
+from ...schema import MessageIn
 from ..base import MappingReport, NeutralSession, WriteOptions, epoch_ms
 from ..openai_chat.adapter import report_unwritten
 from .adapter import CHUNK_ROWS, NAME, dsh_uuid

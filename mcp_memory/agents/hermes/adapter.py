@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ...files import atomic_write, safe_name
-from ...models import MessageIn, format_time
+from ...schema import MessageIn, format_time
 from ..base import Adapter, FormatError, MappingReport, NeutralSession, WriteOptions, WrittenSession, stable_id
 from ..openai_chat.adapter import message_from_openai, report_unwritten
 

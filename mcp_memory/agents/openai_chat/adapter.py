@@ -28,7 +28,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ...files import atomic_write, safe_name
-from ...models import MessageIn
+from ...schema import MessageIn
 from ..base import Adapter, FormatError, MappingReport, NeutralSession, WriteOptions, WrittenSession, stable_id
 
 NAME = "openai"

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ...files import atomic_write
-from ...models import format_time
+from ...schema import format_time
 from ...shell import command_line
 from ..base import Adapter, FormatError, MappingReport, NeutralSession, WriteOptions, WrittenSession
 from . import storage as native_io

@@ -17,7 +17,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from ...models import MessageIn
+from ...schema import MessageIn
 from ..base import MappingReport
 
 AGENT = "opencode"

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...models import MessageIn, ToolCall
+from ...schema import MessageIn, ToolCall
 from ..base import MappingReport, NeutralSession, WriteOptions, epoch_ms
 from .ids import SESSION_ID, IdMinter
 from .read import AGENT

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ...models import MessageIn, ToolCall
+from ...schema import MessageIn, ToolCall
 from ..base import MappingReport, epoch_ms
 from .read import INTERRUPTED
 

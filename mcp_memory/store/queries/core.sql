@@ -1,11 +1,11 @@
--- name: insert_session
+-- name: session_insert
 -- Writes go through the database's functions (migration 0007), which check the caller's project.
 SELECT * FROM mm_create_session(%(session_id)s, %(project_id)s, %(agent_source)s, %(title)s, %(meta)s);
 
--- name: get_session
+-- name: session_get
 SELECT * FROM sessions WHERE session_id = %(session_id)s;
 
--- name: lock_session
+-- name: session_lock
 -- The session row lock serialises appends to one session: seq = last_seq + 1 is then gap-free
 -- and equal to commit order (README, design note 1). The same statement returns the append_ids of
 -- the batch that are already stored (one round trip). Rows committed by the transaction we waited
@@ -17,7 +17,7 @@ LEFT JOIN messages m ON m.session_id = s.session_id AND m.append_id = ANY(%(appe
 WHERE s.session_id = %(session_id)s
 FOR UPDATE OF s;
 
--- name: append_many
+-- name: messages_append
 -- One or more messages: seq = last_seq + 1 … under the session row lock, the duplicate/conflict
 -- check of each append_id and the hash check, in the database (mm_append, migration 0007).
 SELECT seq, duplicate FROM mm_append(%(session_id)s, %(append_ids)b::text[], %(roles)b::text[],
@@ -25,12 +25,12 @@ SELECT seq, duplicate FROM mm_append(%(session_id)s, %(append_ids)b::text[], %(r
 
 
 
--- name: copy_messages
+-- name: messages_copy
 -- Big batches of an owner (the embedded default), where row-level security does not apply.
 COPY messages (session_id, seq, project_id, append_id, role, payload, payload_hash, created_at)
 FROM STDIN (FORMAT BINARY);
 
--- name: set_last_seq
+-- name: session_set_last_seq
 -- The search watermark row learns the new last_seq in the same transaction: the stored messages
 -- are now the indexer's work (README, design note 6).
 WITH progress AS (
@@ -38,7 +38,7 @@ WITH progress AS (
 )
 UPDATE sessions SET last_seq = %(last_seq)s, updated_at = now() WHERE session_id = %(session_id)s;
 
--- name: lineage
+-- name: session_lineage
 -- The session and its ancestors, each with the seq range of its own messages that belong to the
 -- history of the requested session: (fork_seq, upper].
 WITH RECURSIVE chain AS (
@@ -50,24 +50,24 @@ WITH RECURSIVE chain AS (
 )
 SELECT session_id, coalesce(fork_seq, 0) AS lower, upper FROM chain ORDER BY depth;
 
--- name: read_range
+-- name: messages_read_range
 SELECT session_id, seq, append_id, role, payload, created_at FROM messages
 WHERE session_id = %(session_id)s AND seq > %(after_seq)s AND seq <= %(upper)s
 ORDER BY seq LIMIT %(limit)s;
 
--- name: insert_snapshot
+-- name: snapshot_insert
 -- The pointer, its export job and the archiver's NOTIFY in one call (mm_snapshot, migration 0007).
 SELECT * FROM mm_snapshot(%(session_id)s, %(commit_msg)s, %(meta)s);
 
 
 
--- name: list_snapshots
+-- name: snapshot_list
 SELECT * FROM snapshots WHERE session_id = %(session_id)s ORDER BY snapshot_id;
 
--- name: get_snapshot
+-- name: snapshot_get
 SELECT * FROM snapshots WHERE snapshot_id = %(snapshot_id)s;
 
--- name: list_sessions
+-- name: session_list
 SELECT * FROM sessions
 WHERE (%(project_id)s::text IS NULL OR project_id = %(project_id)s)
   AND (%(agent_source)s::text IS NULL OR agent_source = %(agent_source)s)
@@ -75,14 +75,14 @@ WHERE (%(project_id)s::text IS NULL OR project_id = %(project_id)s)
 ORDER BY created_at DESC, session_id DESC
 LIMIT %(limit)s;
 
--- name: update_session_meta
+-- name: session_update_meta
 SELECT * FROM mm_update_session_meta(%(session_id)s, %(set)s, %(remove)s::text[], %(title_given)s, %(title)s,
                                      %(agent_given)s, %(agent_source)s);
 
--- name: fork_session
+-- name: session_fork
 -- Lineage from the snapshot itself; the caller must read it and write its project (mm_fork).
 SELECT * FROM mm_fork(%(snapshot_id)s, %(session_id)s, %(agent_source)s, %(title)s, %(meta)s);
 
--- name: append_listen
+-- name: messages_listen
 -- Woken by migration 0011's trigger when any session's last_seq moves (payload: sha256 of its id).
 LISTEN mcp_memory_append;

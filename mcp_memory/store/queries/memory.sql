@@ -51,7 +51,7 @@ SELECT key, revision, value, created_at FROM session_context
 WHERE session_id = %(session_id)s AND key = %(key)s
 ORDER BY revision;
 
--- name: agents_list
+-- name: agent_list
 SELECT name, description, created_at FROM agents ORDER BY name;
 
 -- name: agent_describe

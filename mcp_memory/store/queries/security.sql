@@ -1,5 +1,5 @@
 -- Token roles and their scopes (migration 0004). Role DDL cannot take bind parameters: those
--- statements are composed in store/security_repo.py with psycopg.sql.Identifier / Literal.
+-- statements are composed in store/security_store.py with psycopg.sql.Identifier / Literal.
 
 -- name: security_role_exists
 SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = %(role)s);

@@ -6,8 +6,8 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from ..memory_records import Agent, ContextEntry, Decision
-from ..models import format_time
+from ..memory_results import Agent, ContextEntry, Decision
+from ..schema import format_time
 from .sql import Statements
 
 
@@ -51,7 +51,7 @@ class MemoryStore(Statements):
     # agents -------------------------------------------------------------------------------------
     def list_agents(self) -> list[Agent]:
         return [Agent(name=r["name"], description=r["description"], created_at=format_time(r["created_at"]))
-                for r in self._all("agents_list", {})]
+                for r in self._all("agent_list", {})]
 
     def describe_agent(self, name: str, description: str) -> Agent:
         row = self._one("agent_describe", {"name": name, "description": description})

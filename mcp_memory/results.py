@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from .models import Message
+from .schema import Message
 
 
 class Session(BaseModel):

@@ -9,8 +9,8 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from ..errors import Conflict
-from ..records import Session
-from .repo import Store
+from ..results import Session
+from .core_store import Store
 from .sql import first_row, q
 
 
@@ -19,7 +19,7 @@ def ensure_session(
     meta: dict[str, Any],
 ) -> tuple[Session, bool]:
     """The session with this id, created if absent; True when it was created now."""
-    cur = conn.execute(q("insert_session_if_absent"), {
+    cur = conn.execute(q("session_insert_if_absent"), {
         "session_id": session_id, "project_id": project_id, "agent_source": agent_source, "title": title,
         "meta": Jsonb(meta),
     })

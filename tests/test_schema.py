@@ -7,7 +7,7 @@ import json
 import pytest
 
 from mcp_memory.errors import Invalid
-from mcp_memory.models import json_schema, parse_message
+from mcp_memory.schema import json_schema, parse_message
 
 CALL = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
 

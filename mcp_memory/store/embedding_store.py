@@ -11,7 +11,7 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
-from .search_repo import Scope
+from .search_store import Scope
 from .sql import q
 
 HNSW_EF_SEARCH = 100

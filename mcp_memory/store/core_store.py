@@ -13,8 +13,8 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from ..models import format_time
-from ..records import Session, Snapshot
+from ..results import Session, Snapshot
+from ..schema import format_time
 from .sql import Statements, first_row, q, scalar
 
 COPY_FROM = 64  # batches of at least this many messages are stored with COPY where it is allowed
@@ -80,16 +80,16 @@ class Store(Statements):
     # sessions ---------------------------------------------------------------------------------
     def insert_session(self, **fields: Any) -> Session:
         fields["meta"] = Jsonb(fields["meta"])
-        return session_record(first_row(self._one("insert_session", fields), "mm_create_session"))
+        return session_record(first_row(self._one("session_insert", fields), "mm_create_session"))
 
     def fork_session(self, *, snapshot_id: int, session_id: str, agent_source: str | None, title: str | None,
                      meta: dict[str, Any]) -> Session:
-        return session_record(first_row(self._one("fork_session", {
+        return session_record(first_row(self._one("session_fork", {
             "snapshot_id": snapshot_id, "session_id": session_id, "agent_source": agent_source, "title": title,
             "meta": Jsonb(meta)}), "mm_fork"))
 
     def get_session(self, session_id: str) -> Session | None:
-        row = self._one("get_session", {"session_id": session_id})
+        row = self._one("session_get", {"session_id": session_id})
         return session_record(row) if row else None
 
     def append_many(self, session_id: str, rows: Sequence[NewMessage]) -> list[tuple[int, bool]]:
@@ -103,7 +103,7 @@ class Store(Statements):
         if single:
             self.conn.autocommit = True
         try:
-            return [(seq, duplicate) for seq, duplicate in self.conn.execute(q("append_many"), params).fetchall()]
+            return [(seq, duplicate) for seq, duplicate in self.conn.execute(q("messages_append"), params).fetchall()]
         finally:
             if single:
                 self.conn.autocommit = False
@@ -113,7 +113,7 @@ class Store(Statements):
     ) -> Locked | None:
         """Lock the session row: its project, last_seq, the transaction's time and the batch's
         append_ids that are already stored, with their seq and payload hash."""
-        rows = self.conn.execute(q("lock_session"), {"session_id": session_id,
+        rows = self.conn.execute(q("session_lock"), {"session_id": session_id,
                                                      "append_ids": list(append_ids)}).fetchall()
         if not rows:
             return None
@@ -130,7 +130,7 @@ class Store(Statements):
             "cursor_id": cursor[1] if cursor else None,
             "limit": limit,
         }
-        return [session_record(row) for row in self._all("list_sessions", params)]
+        return [session_record(row) for row in self._all("session_list", params)]
 
     def update_session_meta(
         self, session_id: str, *, set_: dict[str, Any], remove: list[str], columns: dict[str, Any]
@@ -144,7 +144,7 @@ class Store(Statements):
             "agent_given": "agent_source" in columns,
             "agent_source": columns.get("agent_source"),
         }
-        row = self._one("update_session_meta", params)
+        row = self._one("session_update_meta", params)
         return session_record(row) if row else None
 
     # messages ---------------------------------------------------------------------------------
@@ -154,7 +154,7 @@ class Store(Statements):
         `lock_session`, in the same transaction). `now`: the transaction's time, for rows without a
         created_at of their own."""
         try:
-            with self.conn.cursor() as cur, cur.copy(q("copy_messages")) as copy:
+            with self.conn.cursor() as cur, cur.copy(q("messages_copy")) as copy:
                 copy.set_types(COPY_TYPES)
                 for r in rows:
                     copy.write_row((session_id, r.seq, project_id, r.append_id, r.role,
@@ -164,10 +164,10 @@ class Store(Statements):
         self.set_last_seq(session_id, last_seq)
 
     def set_last_seq(self, session_id: str, last_seq: int) -> None:
-        self.conn.execute(q("set_last_seq"), {"session_id": session_id, "last_seq": last_seq})
+        self.conn.execute(q("session_set_last_seq"), {"session_id": session_id, "last_seq": last_seq})
 
     def lineage(self, session_id: str) -> list[Segment]:
-        rows = self.conn.execute(q("lineage"), {"session_id": session_id}).fetchall()
+        rows = self.conn.execute(q("session_lineage"), {"session_id": session_id}).fetchall()
         return [Segment(sid, lower, upper) for sid, lower, upper in rows]
 
     def read_range(self, segment: Segment, *, after_seq: int, limit: int) -> list[StoredRow]:
@@ -177,19 +177,19 @@ class Store(Statements):
             "upper": segment.upper if segment.upper is not None else 2**62,
             "limit": limit,
         }
-        return [StoredRow(*row) for row in self.conn.execute(q("read_range"), params).fetchall()]
+        return [StoredRow(*row) for row in self.conn.execute(q("messages_read_range"), params).fetchall()]
 
     # snapshots --------------------------------------------------------------------------------
     def insert_snapshot(self, session_id: str, commit_msg: str, meta: dict[str, Any]) -> Snapshot:
         """The snapshot, its export job and the archiver's wake-up NOTIFY (one database call)."""
-        row = self._one("insert_snapshot", {"session_id": session_id, "commit_msg": commit_msg, "meta": Jsonb(meta)})
+        row = self._one("snapshot_insert", {"session_id": session_id, "commit_msg": commit_msg, "meta": Jsonb(meta)})
         return snapshot_record(first_row(row, "mm_snapshot"))
 
     def list_snapshots(self, session_id: str) -> list[Snapshot]:
-        return [snapshot_record(row) for row in self._all("list_snapshots", {"session_id": session_id})]
+        return [snapshot_record(row) for row in self._all("snapshot_list", {"session_id": session_id})]
 
     def get_snapshot(self, snapshot_id: int) -> Snapshot | None:
-        row = self._one("get_snapshot", {"snapshot_id": snapshot_id})
+        row = self._one("snapshot_get", {"snapshot_id": snapshot_id})
         return snapshot_record(row) if row else None
 
 
