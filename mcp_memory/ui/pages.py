@@ -8,7 +8,7 @@ from typing import Any
 from ..core.search import check_time
 from ..core.service import Service
 from ..errors import Invalid
-from ..store import migrate, ui_repo
+from ..store import migrate, ui_store
 from . import lineage, render
 
 PAGE = 100  # messages per session page
@@ -40,9 +40,9 @@ def page_start(seq: int) -> int:
 def sessions_page(service: Service, query: dict[str, str]) -> dict[str, Any]:
     filters = {"project_id": _text(query, "project"), "agent_source": _text(query, "agent")}
     offset = _int(query, "offset")
-    listing = ui_repo.SessionFilter(**filters, host=_text(query, "host"), since=check_time(query.get("since"), "since"),
+    listing = ui_store.SessionFilter(**filters, host=_text(query, "host"), since=check_time(query.get("since"), "since"),
                                     until=check_time(query.get("until"), "until"), limit=50, offset=offset)
-    rows, facets = ui_repo.sessions(service.db, listing)
+    rows, facets = ui_store.sessions(service.db, listing)
     result: dict[str, Any] = {"rows": rows, "facets": facets, "query": query, "offset": offset,
                               "more": len(rows) == listing.limit, "search": None}
     text = _text(query, "q", 500)
@@ -80,7 +80,7 @@ def session_page(service: Service, session_id: str, query: dict[str, str]) -> di
     after = _int(query, "after_seq")
     page = service.read_session(session_id, after_seq=after, limit=PAGE)
     markers: dict[int, list[Marker]] = {}
-    for row in ui_repo.snapshots(service.db, session_id):
+    for row in ui_store.snapshots(service.db, session_id):
         markers.setdefault(row["up_to_seq"], []).append(_marker(row))
     decisions = service.search_decisions(session_id=session_id, limit=100).decisions
     by_seq: dict[int, list[Any]] = {}
@@ -95,7 +95,7 @@ def session_page(service: Service, session_id: str, query: dict[str, str]) -> di
 
 def lineage_page(service: Service, session_id: str) -> dict[str, Any]:
     session = service.get_session(session_id)
-    graph = lineage.nodes(ui_repo.lineage(service.db, session_id), session_id)
+    graph = lineage.nodes(ui_store.lineage(service.db, session_id), session_id)
     return {"session": session, "graph": graph, "svg": lineage.svg(graph)}
 
 
@@ -113,7 +113,7 @@ def decisions_page(service: Service, query: dict[str, str]) -> dict[str, Any]:
 
 
 def health_page(service: Service) -> dict[str, Any]:
-    health = ui_repo.health(service.db)
+    health = ui_store.health(service.db)
     embeddings = service.embedding_status()
     return {"health": health, "embeddings": embeddings, "latest": migrate.latest_version(),
             "semantic_off": service.semantic_unavailable()}
