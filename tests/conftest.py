@@ -26,6 +26,11 @@ from mcp_memory.store import embedded, migrate
 from mcp_memory.wiring import build
 
 TEMPLATE = f"mm_template_{os.getpid()}"
+# tests make git commits of their own (tampering with an archive): they must not depend on the
+# machine's git identity, which a fresh checkout with a new HOME does not have
+for _variable, _value in (("GIT_AUTHOR_NAME", "mcp-memory tests"), ("GIT_AUTHOR_EMAIL", "tests@mcp-memory.invalid"),
+                          ("GIT_COMMITTER_NAME", "mcp-memory tests"), ("GIT_COMMITTER_EMAIL", "tests@mcp-memory.invalid")):
+    os.environ.setdefault(_variable, _value)
 # The embedded server refuses root unless told: CI and containers run the tests as root, so the
 # tests opt in explicitly (and hand the opt-in to the mcp-memory processes they start).
 ROOT_OPT_IN = {"MCP_MEMORY_EMBEDDED_AS_ROOT": "1"} if hasattr(os, "geteuid") and os.geteuid() == 0 else {}
