@@ -147,7 +147,7 @@ def main() -> None:
     if admin is None:
         home = Path(tempfile.mkdtemp(prefix="mm-bench-"))
         home.chmod(0o755)
-        admin = embedded.ensure_running(home / "pg")
+        admin = embedded.ensure_running(home / "pg", allow_root=True)
     name = f"mm_bench_{uuid.uuid4().hex[:8]}"
     try:
         with psycopg.connect(admin, autocommit=True) as conn:

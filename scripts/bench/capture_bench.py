@@ -70,7 +70,7 @@ def main() -> None:
     home = Path(tempfile.mkdtemp(prefix="mcp-memory-bench-"))
     home.chmod(0o755)
     try:
-        dsn = args.dsn or embedded.ensure_running(home / "pg")
+        dsn = args.dsn or embedded.ensure_running(home / "pg", allow_root=True)
         env = {**{k: v for k, v in os.environ.items() if not k.startswith("MCP_MEMORY_")},
                "MCP_MEMORY_DSN": dsn, "MCP_MEMORY_HOME": str(home / "profile")}
         lines = transcript(args.copies)

@@ -76,7 +76,7 @@ def scratch_database(dsn: str | None, keep: bool) -> Iterator[str]:
         server = dsn
         if server is None:
             Path(home).chmod(0o755)
-            server = embedded.ensure_running(Path(home) / "pg")
+            server = embedded.ensure_running(Path(home) / "pg", allow_root=True)
         name = f"mm_quality_{uuid.uuid4().hex[:10]}"
         admin = make_conninfo(server, dbname="postgres")
         with psycopg.connect(admin, autocommit=True) as conn:

@@ -118,7 +118,7 @@ def main() -> None:
     home.chmod(0o755)
     pgdir = home / "pg"
     try:
-        dsn = args.dsn or embedded.ensure_running(pgdir)
+        dsn = args.dsn or embedded.ensure_running(pgdir, allow_root=True)
         env = {**{k: v for k, v in os.environ.items() if not k.startswith("MCP_MEMORY_")},
                "MCP_MEMORY_HOME": str(home / "profile")}
         results = run(dsn, env)
