@@ -106,6 +106,9 @@ def test_once_exports_layout_commits_tags_and_pushes(service: Service, cli, tmp_
     assert sorted(git(remote, "tag").split()) == sorted(f"snapshot-{i}" for i in (1, 2, 3))
     assert git(remote, "rev-parse", "main") == git(repo, "rev-parse", "main")
     assert {state for state, _, _ in job_states(settings.dsn).values()} == {"done"}
+    with psycopg.connect(settings.dsn) as conn:  # each job names the commit its tag points at
+        recorded = dict(conn.execute("SELECT snapshot_id, commit_sha FROM export_jobs").fetchall())
+    assert recorded == {i: git(repo, "rev-parse", f"snapshot-{i}^{{commit}}").strip() for i in (1, 2, 3)}
 
     head = git(repo, "rev-parse", "main")
     assert cli("archive", "--once", "--repo", str(repo), "--remote", str(remote)) == 0

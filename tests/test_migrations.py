@@ -17,7 +17,7 @@ EXPECTED_COLUMNS = {
     "snapshots": {"snapshot_id", "session_id", "project_id", "up_to_seq", "commit_msg", "meta", "created_by",
                   "created_at"},
     "export_jobs": {"job_id", "snapshot_id", "session_id", "project_id", "status", "attempts", "last_error",
-                    "locked_by", "lease_until", "run_after", "finished_at", "created_at"},
+                    "locked_by", "lease_until", "run_after", "finished_at", "created_at", "commit_sha"},
 }
 
 

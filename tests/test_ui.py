@@ -35,6 +35,8 @@ pytest_plugins = ["test_security_support"]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 DEEPSEEK = FIXTURES / "deepseek" / "e128dda9-ed11-4868-8266-0ef90d03c3d6" / "session.jsonl.zstd"
 OPENAI = FIXTURES / "openai" / "chat-parts-parallel-tools.json"
+CLAUDE = next((FIXTURES / "real" / "claude-code").rglob("7f067304-*.jsonl"))  # recorded with Claude Code 2.1.328
+CODEX = next((FIXTURES / "real" / "codex").rglob("rollout-*.jsonl"))  # recorded with Codex CLI 0.169.0
 SECRET = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 HOSTILE = [
     "<script>document.title='PWNED'</script> plain words after the script",
@@ -154,6 +156,8 @@ def seed(service: Service, settings: Settings, repo: Path) -> Seeded:
     other = service.create_session("bank", {"title": "Project B ledger secrets", "agent_source": "codex"}).session_id
     service.append_messages(other, [{"role": "user", "content": "zanzibarword ledger for bank"}])
     service.record_decision(other, "security", "Bank keeps ledgers encrypted", rationale="zanzibarword")
+    _import(service, "claude-code", CLAUDE, "shop")
+    _import(service, "codex", CODEX, "shop")
     service.reindex_search()
     return Seeded(deepseek, relay, chat, hostile, other, forged)
 
@@ -203,6 +207,11 @@ def test_every_page_renders_imported_sessions(ui, browser: Browser, tmp_path: Pa
     dom = browser.dom()
     for text in ("Use the bash tool to", "Continue in Codex", "Hostile content", "relayed from", "deepseek-harness"):
         assert text in dom, text
+    for agent in ("claude-code", "codex"):  # sessions the real Claude Code and Codex CLIs wrote
+        browser.open(f"{server.url}/ui/?agent={agent}")
+        assert "Our order module peaks at 200 QPS" in browser.dom(), agent
+    browser.open(f"{server.url}/ui/")
+    dom = browser.dom()
     assert "Project B" not in dom
     shot(browser, tmp_path, "sessions")
 
@@ -214,7 +223,7 @@ def test_every_page_renders_imported_sessions(ui, browser: Browser, tmp_path: Pa
     browser.open(f"{server.url}/ui/sessions/{s.deepseek}#seq-3")
     dom = browser.dom()
     assert "echo TERMINAL_OK" in dom and "tool call" in dom and "thinking" in dom
-    assert "snapshot 1" in dom and "archived: tag snapshot-1" in dom and 'id="seq-3"' in dom
+    assert "snapshot 1" in dom and "archived: tag snapshot-1, commit " in dom and 'id="seq-3"' in dom
     assert browser.evaluate("document.querySelectorAll('details:not([open])').length") >= 3  # collapsed
     assert "No message queue for the order module" in dom  # the decision at its turn
     shot(browser, tmp_path, "session")

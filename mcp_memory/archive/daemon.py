@@ -171,30 +171,32 @@ class Archiver:
             jobs = queue.claim(worker=self.worker, lease=self.options.lease, limit=self.options.batch,
                                due_before=self._due_before)
         self._last_heartbeat = time.monotonic()
-        exported: list[ClaimedJob] = []
+        exported: list[tuple[ClaimedJob, str]] = []
         for job in jobs:
             if self.stopping.is_set() or not self.lock.held():
                 break
-            if self._export(job):
-                exported.append(job)
+            commit = self._export(job)
+            if commit is not None:
+                exported.append((job, commit))
             self._heartbeat()
         if exported:
             self._publish(exported)
         return len(jobs)
 
-    def _export(self, job: ClaimedJob) -> bool:
+    def _export(self, job: ClaimedJob) -> str | None:
+        """The archive commit of the job's snapshot, or None when the export failed."""
         try:
             result = export.export_snapshot(self.db, self.options.repo, job.snapshot_id, checkpoint=self._checkpoint)
         except (McpMemoryError, OSError) as exc:
             if isinstance(exc, gitrepo.GitError):
                 self._heal()  # a git command killed by its timeout may have left a lock behind
             self._failed(job, exc)
-            return False
+            return None
         self.summary.exported += 1
         self.summary.lines += result.lines
         log.info("snapshot %d: %s +%d line(s)%s", job.snapshot_id, result.session_id or "(already exported)",
                  result.lines, "" if result.already else f" → {result.commit[:10]}")
-        return True
+        return result.commit
 
     def _heal(self) -> None:
         try:
@@ -202,7 +204,7 @@ class Archiver:
         except McpMemoryError as exc:
             log.warning("archive repository: %s", exc)
 
-    def _publish(self, jobs: list[ClaimedJob]) -> None:
+    def _publish(self, done: list[tuple[ClaimedJob, str]]) -> None:
         """Push (when a remote is set) and mark the batch done; a push failure sends the batch back to
         the queue with backoff — the commits stay, later batches keep committing and pushing them."""
         if self.options.remote:
@@ -211,11 +213,11 @@ class Archiver:
             except gitrepo.GitError as exc:
                 if exc.rejected:
                     gitrepo.sync_with_remote(self.options.repo, self.options.remote, timeout=self.options.push_timeout)
-                for job in jobs:
+                for job, _ in done:
                     self._failed(job, exc)
                 return
         with self._queue() as queue:
-            self.summary.done += queue.mark_done([job.job_id for job in jobs])
+            self.summary.done += queue.mark_done([job.job_id for job, _ in done], [commit for _, commit in done])
 
     def _failed(self, job: ClaimedJob, exc: BaseException) -> None:
         attempts = job.attempts + 1

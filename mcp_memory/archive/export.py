@@ -49,7 +49,7 @@ def export_snapshot(db: Database, repo: Path, snapshot_id: int, *, checkpoint: C
     the snapshot's seq. `checkpoint(point)` is called at each CRASH_POINTS step (crash tests)."""
     tag = layout.tag_name(snapshot_id)
     if gitrepo.tag_exists(repo, tag):
-        return Exported(snapshot_id, "", 0, 0, "", already=True)
+        return Exported(snapshot_id, "", 0, 0, gitrepo.tagged_commit(repo, tag), already=True)
     with db.transaction() as conn:
         store = ArchiveStore(conn)
         store.begin_consistent_read()

@@ -212,6 +212,11 @@ def find_recent_commit(repo: Path, subject: str, *, depth: int = 20) -> str | No
     return None
 
 
+def tagged_commit(repo: Path, name: str) -> str:
+    """The commit an (annotated) tag points at."""
+    return git(repo, "rev-parse", f"refs/tags/{name}^{{commit}}").strip()
+
+
 def tag_exists(repo: Path, name: str) -> bool:
     return bool(git(repo, "rev-parse", "-q", "--verify", f"refs/tags/{name}", check=False).strip())
 

@@ -72,8 +72,9 @@ class ArchiveStore(Statements):
     def release_running(self) -> int:
         return self._scalar("archive_release_running")
 
-    def mark_done(self, job_ids: list[int]) -> int:
-        return self._scalar("archive_mark_done", {"job_ids": job_ids})
+    def mark_done(self, job_ids: list[int], commits: list[str]) -> int:
+        """The jobs are done; `commits[i]` is the archive commit of `job_ids[i]`."""
+        return self._scalar("archive_mark_done", {"job_ids": job_ids, "commits": commits})
 
     def _scalar(self, name: str, params: dict[str, Any] | None = None) -> int:
         row = self.conn.execute(q(name), params or {}).fetchone()

@@ -67,7 +67,8 @@ class Marker:
 def _marker(row: dict[str, Any]) -> Marker:
     status = row["job_status"]
     if status == "done":
-        archive = f"archived: tag snapshot-{row['snapshot_id']}"
+        commit = f", commit {row['commit_sha'][:12]}" if row.get("commit_sha") else ""
+        archive = f"archived: tag snapshot-{row['snapshot_id']}{commit}"
     elif status == "failed":
         archive = f"archive failed: {row['last_error'] or 'no error recorded'}"
     else:

@@ -46,7 +46,8 @@ SELECT mm_archive_heartbeat(%(worker)s, %(lease)s::float8);
 SELECT mm_archive_release_running();
 
 -- name: archive_mark_done
-SELECT mm_archive_mark_done(%(job_ids)s::bigint[]);
+-- with the archive commit of each job (migration 0012), so readers without the repository can name it
+SELECT mm_archive_mark_done(%(job_ids)s::bigint[], %(commits)s::text[]);
 
 -- name: archive_mark_attempt_failed
 SELECT mm_archive_mark_failed(%(job_id)s::bigint, %(error)s, %(give_up)s, %(delay)s::float8) AS status;

@@ -64,7 +64,7 @@ LIMIT %(limit)s;
 -- A session's snapshots with their archive state: the archiver tags each exported snapshot
 -- `snapshot-<id>` (mcp_memory/archive/export.py).
 SELECT n.snapshot_id, n.up_to_seq, n.commit_msg, n.created_at, j.status AS job_status, j.finished_at,
-       j.last_error
+       j.last_error, j.commit_sha
 FROM snapshots n
 LEFT JOIN export_jobs j ON j.snapshot_id = n.snapshot_id
 WHERE n.session_id = %(session_id)s
