@@ -14,44 +14,16 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import psycopg
 import pytest
-from scripted_model import ScriptedModel, tool_names, tool_results
+from agent_runs import FINAL, PROMPT, memory_tools_script
+from scripted_model import ScriptedModel, tool_results
 
 pytestmark = [
     pytest.mark.interop,
     pytest.mark.skipif(shutil.which("claude") is None, reason="claude (Claude Code CLI) is not on PATH"),
 ]
-
-SERVER = "mcp__mcp-memory__"
-PROMPT = "Remember our ledger choice, please."
-
-
-def script(request: dict[str, Any]) -> list[dict[str, Any]]:
-    """One tool per turn; each call is built from what the earlier tool results said."""
-    results = tool_results(request)
-    if not any(name.startswith(SERVER) for name in tool_names(request)):
-        return [{"type": "text", "text": "The mcp-memory tools are not available."}]
-    step = len(results)
-    if step == 0:
-        return [{"type": "tool_use", "name": SERVER + "create_session",
-                 "input": {"project_id": "interop", "meta": {"title": "ledger talk"}}}]
-    session_id = json.loads(results[0]["text"])["session_id"]
-    calls = [
-        ("append_message", {"session_id": session_id, "message": {
-            "role": "user", "content": "We keep the zebraledger in PostgreSQL.", "append_id": "interop-1"}}),
-        ("search_messages", {"query": "zebraledger", "project_id": "interop"}),
-        ("record_decision", {"session_id": session_id, "decision_type": "database",
-                             "summary": "zebraledger lives in PostgreSQL", "rationale": "one database to run"}),
-        ("recall", {"query": "zebraledger", "project_id": "interop"}),
-    ]
-    if step <= len(calls):
-        name, arguments = calls[step - 1]
-        return [{"type": "tool_use", "name": SERVER + name, "input": arguments}]
-    return [{"type": "text", "text": "Noted: the ledger stays in PostgreSQL."}]
-
 
 @pytest.fixture
 def claude_home(tmp_path: Path, settings, profile: dict[str, str]) -> tuple[dict[str, str], Path]:
@@ -73,13 +45,13 @@ def claude_home(tmp_path: Path, settings, profile: dict[str, str]) -> tuple[dict
 
 def test_claude_code_shows_its_model_our_tool_results(claude_home, settings) -> None:
     env, work = claude_home
-    with ScriptedModel(script) as model:
+    with ScriptedModel(memory_tools_script) as model:
         run = subprocess.run(["claude", "-p", PROMPT, "--allowedTools", "mcp__mcp-memory", "--output-format", "json"],
                              env={**env, "ANTHROPIC_BASE_URL": model.url}, cwd=work, capture_output=True,
                              text=True, timeout=240, stdin=subprocess.DEVNULL)
         requests = model.main_requests()
     assert run.returncode == 0, run.stderr[-2000:] + run.stdout[-2000:]
-    assert json.loads(run.stdout)["result"] == "Noted: the ledger stays in PostgreSQL."
+    assert json.loads(run.stdout)["result"] == FINAL
     results = tool_results(requests[-1])
     assert len(results) == 5 and not any(r["is_error"] for r in results), results
     created, appended, found, decided, recalled = (json.loads(r["text"]) for r in results)
