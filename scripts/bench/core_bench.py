@@ -17,12 +17,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import textwrap
 import threading
 import time
@@ -30,10 +27,10 @@ import uuid
 from pathlib import Path
 
 import psycopg
+from bench_server import bench_server
 from psycopg.types.json import Jsonb
 
 from mcp_memory.config import load_settings
-from mcp_memory.store import embedded
 from mcp_memory.wiring import build
 
 NOOP_SERVER = textwrap.dedent("""
@@ -307,13 +304,8 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--only", default="abcde", help="which parts to run, e.g. --only ac (default: all)")
     args = parser.parse_args()
-    home = Path(tempfile.mkdtemp(prefix="mcp-memory-bench-"))
-    home.chmod(0o755)
-    pgdir = home / "pg"
-    try:
-        dsn = args.dsn or embedded.ensure_running(pgdir, allow_root=True)
-        env = {**{k: v for k, v in os.environ.items() if not k.startswith("MCP_MEMORY_")},
-               "MCP_MEMORY_DSN": dsn, "MCP_MEMORY_HOME": str(home / "profile")}
+    with bench_server(args.dsn) as (dsn, _, env):
+        env = {**env, "MCP_MEMORY_DSN": dsn}
         svc = build(load_settings(dsn=dsn, environ=env))
         svc.db.pool()
         n_a, n_b, n_d = (200, 100, 20_000) if args.quick else (1000, 300, 100_000)
@@ -329,10 +321,6 @@ def main() -> None:
             if letter in args.only:
                 results[name] = run()
         svc.db.close()
-    finally:
-        if not args.dsn:
-            embedded.stop(pgdir)
-        shutil.rmtree(home, ignore_errors=True)
     if args.json:
         print(json.dumps(results, indent=2))
         return

@@ -12,24 +12,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import statistics
-import tempfile
 import threading
 import time
 import urllib.request
 import uuid
-from pathlib import Path
 
 import psycopg
 import uvicorn
+from bench_server import bench_server
 
 from mcp_memory.config import load_settings
 from mcp_memory.http.app import HttpOptions, create_app
 from mcp_memory.http.auth import TokenRegistry
 from mcp_memory.security import tokens
-from mcp_memory.store import embedded
 from mcp_memory.wiring import build
 
 MESSAGES = 10_000
@@ -114,18 +110,8 @@ def main() -> None:
     parser.add_argument("--dsn", help="owner DSN of the server to measure (default: a temporary embedded server)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    home = Path(tempfile.mkdtemp(prefix="mcp-memory-bench-"))
-    home.chmod(0o755)
-    pgdir = home / "pg"
-    try:
-        dsn = args.dsn or embedded.ensure_running(pgdir, allow_root=True)
-        env = {**{k: v for k, v in os.environ.items() if not k.startswith("MCP_MEMORY_")},
-               "MCP_MEMORY_HOME": str(home / "profile")}
+    with bench_server(args.dsn) as (dsn, _, env):
         results = run(dsn, env)
-    finally:
-        if not args.dsn:
-            embedded.stop(pgdir)
-        shutil.rmtree(home, ignore_errors=True)
     if args.json:
         print(json.dumps(results, indent=2))
         return

@@ -13,19 +13,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import statistics
-import tempfile
 import threading
 import time
-from pathlib import Path
 
 import psycopg
+from bench_server import bench_server
 
 from mcp_memory.config import load_settings
 from mcp_memory.core.service import Service
-from mcp_memory.store import embedded
 from mcp_memory.wiring import build
 
 GAP_SECONDS = 0.03  # the writer appends this long after the reader started waiting
@@ -84,13 +80,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    home = Path(tempfile.mkdtemp(prefix="mcp-memory-bench-"))
-    home.chmod(0o755)
-    pgdir = home / "pg"
-    try:
-        dsn = args.dsn or embedded.ensure_running(pgdir, allow_root=True)
-        env = {**{k: v for k, v in os.environ.items() if not k.startswith("MCP_MEMORY_")},
-               "MCP_MEMORY_HOME": str(home / "profile")}
+    with bench_server(args.dsn) as (dsn, _, env):
         settings = load_settings(dsn=dsn, environ=env)
         reader, writer = build(settings), build(settings)
         try:
@@ -99,10 +89,6 @@ def main() -> None:
             reader.db.close()
             writer.db.close()
         floor = notify_floor(dsn, args.rounds)
-    finally:
-        if not args.dsn:
-            embedded.stop(pgdir)
-        shutil.rmtree(home, ignore_errors=True)
     result = {"rounds": args.rounds, "read_session_wait": percentiles(ours), "raw_notify": percentiles(floor)}
     result["p50_ratio_to_raw_notify"] = result["read_session_wait"]["p50_ms"] / max(result["raw_notify"]["p50_ms"], 1e-3)
     result["target_p50_ms"] = 50
