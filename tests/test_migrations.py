@@ -124,3 +124,38 @@ def test_upgrade_to_0006_keeps_what_appends_indexed_and_finds_the_rest(empty_db:
             assert conn.execute("SELECT sum(docs) FROM search_doc_stats").fetchone()[0] == 3
     finally:
         svc.db.close()
+
+
+# The statements of every migration up to schema 12, as they were first applied. A database
+# migrated before comments stopped counting recorded full-text digests; `Migration.matches`
+# accepts those only because the statements below are unchanged, which this test holds to.
+STATEMENTS_AT_SCHEMA_12 = {
+    1: "2c16ac7898bedc7c", 3: "71b1425ddd587da9", 4: "b31465435e1e9bbf", 5: "a5bad7221f5bd958",
+    6: "0d05974ebd79bf97", 7: "826344c9ffca0814", 8: "e23a5d9ff29b6654", 10: "1c1b693e71763a40",
+    11: "7b5bb4c7339363ea", 12: "da71a4e9c3ab3560",
+}
+
+
+def test_applied_migrations_keep_their_statements() -> None:
+    current = {m.version: m.checksum for m in migrate.available() if m.version in STATEMENTS_AT_SCHEMA_12}
+    assert current == STATEMENTS_AT_SCHEMA_12
+
+
+def test_a_reworded_comment_is_not_a_changed_migration() -> None:
+    m = migrate.available()[0]
+    reworded = migrate.Migration(m.version, m.name, "-- another wording\n\n" + m.sql.replace("\n", "  \n"))
+    assert reworded.checksum == m.checksum
+    changed = migrate.Migration(m.version, m.name, m.sql + "\nSELECT 1;\n")
+    assert changed.checksum != m.checksum
+    assert not changed.matches(m.checksum) and changed.matches(changed.checksum)
+
+
+def test_status_accepts_the_full_text_digest_recorded_by_earlier_versions(empty_db: str) -> None:
+    migrate.migrate(empty_db)
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        conn.execute("UPDATE schema_migrations SET checksum = %s WHERE version = 1",
+                     (migrate._FULL_TEXT_CHECKSUMS[1][0],))
+        conn.execute("UPDATE schema_migrations SET checksum = 'ffffffffffffffff' WHERE version = 3")
+        states = {s.version: s.checksum_ok for s in migrate.status(conn)}
+    assert states[1] is True and states[3] is False
+    assert all(ok for v, ok in states.items() if v != 3)

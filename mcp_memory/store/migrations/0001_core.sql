@@ -1,4 +1,4 @@
--- Core tables: sessions, messages, snapshots, export_jobs (seed §6, adapted per DESIGN.md).
+-- Core tables: sessions, messages, snapshots, export_jobs (README, design notes 1–4).
 -- Every growing table is keyed by session_id first, and every unique constraint includes it,
 -- so that messages can later be distributed by session_id. project_id is carried on every
 -- project-scoped row so that row-level security and filters never need a join.

@@ -1,5 +1,5 @@
 -- Memory: agents, decisions, session context, synonyms and the full-text search index
--- (seed 2 §2–§4; DESIGN.md decision 6). Per-session tables are keyed by session_id first and carry
+-- (README, design note 6). Per-session tables are keyed by session_id first and carry
 -- project_id, so that they can be distributed by session_id and protected by row-level security.
 
 -- Agents are named by sessions.agent_source; a trigger keeps the list complete for every write path
@@ -25,9 +25,9 @@ INSERT INTO agents (name)
 SELECT DISTINCT agent_source FROM sessions WHERE agent_source IS NOT NULL AND agent_source <> ''
 ON CONFLICT (name) DO NOTHING;
 
--- Decisions: what was proposed, accepted, rejected or superseded, and why (seed 2 §2.3, §6.1).
+-- Decisions: what was proposed, accepted, rejected or superseded, and why.
 -- decision_id is a uuid-based text id, unique by construction; the primary key still starts with
--- session_id (DESIGN.md decision 8) and lookups by id use their own index.
+-- session_id (README, design note 8) and lookups by id use their own index.
 CREATE TABLE decisions (
     session_id    text NOT NULL REFERENCES sessions (session_id),
     decision_id   text NOT NULL CHECK (decision_id ~ '^dec_[0-9a-f]{32}$'),

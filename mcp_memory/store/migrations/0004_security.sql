@@ -1,4 +1,4 @@
--- Security in the database (DESIGN.md decision 7, CONTRACT §6): a token is the password of a LOGIN
+-- Security in the database (README, design note 7): a token is the password of a LOGIN
 -- role; group roles carry the table privileges; row-level security limits every project-scoped
 -- table to the projects recorded for the role in access_token_projects. The schema owner (the role
 -- that runs migrations) and superusers are not limited (RLS is enabled, not forced).
@@ -50,7 +50,7 @@ CREATE POLICY mm_own ON access_token_projects FOR SELECT USING (role_name = curr
 -- 3. Audit: which host wrote a message (the connection's application_name is "<purpose>@<host>").
 ALTER TABLE messages ADD COLUMN written_host text DEFAULT nullif(current_setting('application_name', true), '');
 
--- 4. Decisions (seed 2 §6.2): visibility private | team | public, honoured by the policies below.
+-- 4. Decisions: visibility private | team | public, honoured by the policies below.
 DO $$
 BEGIN
     IF to_regclass('decisions') IS NOT NULL THEN

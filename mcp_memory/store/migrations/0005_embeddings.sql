@@ -1,4 +1,4 @@
--- Semantic search (DESIGN.md decision 6): vectors derived asynchronously by `mcp-memory embed`.
+-- Semantic search (README, design note 6): vectors derived asynchronously by `mcp-memory embed`.
 -- Everything here is optional. Without pgvector on the server (or without the right to create the
 -- extension) only the progress tables exist, and search stays full text; the code checks at run
 -- time whether message_embeddings exists.

@@ -1,4 +1,4 @@
--- The search index follows appends instead of riding in them (DESIGN.md decision 6). An append
+-- The search index follows appends instead of riding in them (README, design note 6). An append
 -- stores its messages and commits; the core's indexer then tokenizes them and writes
 -- message_search and the BM25 statistics in a transaction of its own, batching what arrived
 -- meanwhile. The append no longer waits for tokenizing, the GIN index and the statistics upserts.
