@@ -83,6 +83,12 @@ def test_session_start_hook(monkeypatch, capsys, fresh_db, tmp_path, service, hi
     payload = json.loads(out)["hookSpecificOutput"]
     assert code == 0 and payload["hookEventName"] == "SessionStart"
     assert "订单模块暂不引入消息队列" in payload["additionalContext"]
+    named = cli(monkeypatch, capsys, fresh_db, tmp_path, "recall", "--hook", "--agent", "claude-code", stdin=event)
+    assert named[:2] == (0, out)
+    # an agent whose hooks cannot add context, or none at all: nothing printed, and no failure
+    for agent in ("codex", "no-such-agent"):
+        assert cli(monkeypatch, capsys, fresh_db, tmp_path, "recall", "--hook", "--agent", agent,
+                   stdin=event)[:2] == (0, "")
     other = json.dumps({"cwd": str(tmp_path)})
     assert cli(monkeypatch, capsys, fresh_db, tmp_path, "recall", "--hook", stdin=other)[:2] == (0, "")
     assert cli(monkeypatch, capsys, fresh_db, tmp_path, "recall", "--hook", stdin="not json")[:2] == (0, "")

@@ -265,3 +265,8 @@ class Agent(ABC):
     def path_from_hook(self, hook: Mapping[str, Any]) -> Path | None:
         """The session file a hook's JSON names, for agents whose hooks name one."""
         return None
+
+    def session_start_output(self, context: str) -> dict[str, Any] | None:
+        """What a session-start hook prints so that the agent adds `context` to the new session, for
+        agents whose hooks can (`recall --hook`)."""
+        return None

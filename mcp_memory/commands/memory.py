@@ -1,4 +1,4 @@
-"""Memory commands: search, recall (and the Claude Code SessionStart hook), synonyms, decisions,
+"""Memory commands: search, recall (and its session-start hook), synonyms, decisions,
 reindex. Thin: parse, call the service, print."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .. import agents
 from ..config import Settings
 from ..operations import BY_NAME
 from .cliargs import add_arguments, parse
@@ -25,7 +26,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "mode": ("--mode",)})
     search.add_argument("--json", action="store_true", help="print one JSON document")
 
-    recall = sub.add_parser("recall", help="prompt-ready history block (as the recall tool); --hook for Claude Code",
+    recall = sub.add_parser("recall", help="prompt-ready history block (as the recall tool); --hook for session start",
                             description="Example: mcp-memory recall 'should orders use a queue?' --project shop. "
                                         "As a Claude Code SessionStart hook: mcp-memory recall --hook")
     recall.add_argument("query", nargs="?", help="the task or question")
@@ -33,7 +34,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     recall.add_argument("--limit", type=int, default=5)
     recall.add_argument("--json", action="store_true")
     recall.add_argument("--hook", action="store_true",
-                        help="read the hook JSON on stdin, print hookSpecificOutput; never fails")
+                        help="read the session-start hook JSON on stdin, print what the agent adds; never fails")
+    recall.add_argument("--agent", default="claude-code",
+                        help="with --hook: the agent whose hook runs this (default: claude-code)")
 
     synonyms = sub.add_parser("synonyms", help="synonym groups applied at query time",
                               description="Example: mcp-memory synonyms add 消息队列 MQ 'message queue'")
@@ -98,8 +101,9 @@ def recall(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def hook(settings: Settings, args: argparse.Namespace, stdin: str) -> int:
-    """Claude Code SessionStart: inject the project's recall block as additionalContext. A hook must
-    never break the agent, so any failure — bad input, no database, a bug — prints nothing, exit 0."""
+    """A session-start hook: the project's recall block, shaped by the agent as context for the new
+    session. A hook must never break the agent, so any failure — bad input, no database, a bug —
+    prints nothing, exit 0."""
     try:
         event = json.loads(stdin) if stdin.strip() else {}
         project = args.project or project_of(event.get("cwd") or ".")
@@ -108,8 +112,8 @@ def hook(settings: Settings, args: argparse.Namespace, stdin: str) -> int:
                 result = svc.recall(args.query, project_id=project, limit=args.limit)
             else:
                 result = svc.recall_digest(project_id=project, limit=args.limit)
-        if result.text:
-            output = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": result.text}}
+        output = agents.get(args.agent).session_start_output(result.text) if result.text else None
+        if output is not None:
             print(json.dumps(output, ensure_ascii=False))
     except Exception:  # noqa: BLE001 — the hook contract: silence rather than a failed session start
         return 0

@@ -33,5 +33,9 @@ class ClaudeCode(Agent):
 
         return transcript_from_hook(hook) if hook else None
 
+    def session_start_output(self, context: str) -> dict[str, Any]:
+        # A SessionStart hook's stdout JSON: `additionalContext` is added to the session (README.md)
+        return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}
+
 
 AGENT = ClaudeCode()
