@@ -186,3 +186,30 @@ def test_dates_rank_and_show(service) -> None:
     assert when[0].seq == 4
     assert "Yesterday (2024-06-04)" in when[0].snippet
     assert "Saturday (2024-05-18)" in in_may[0].snippet
+
+
+def test_names_in_the_best_turns_bridge_to_the_turn_that_answers(service, monkeypatch) -> None:
+    """Multi-hop: the question names the storyline, the answering turn only the name an earlier
+    turn introduced. With the bridge the answering turn is found; without it, nothing leads to it."""
+    from mcp_memory.core import search
+
+    first, later = _session(service, project="home"), _session(service, project="home")
+    service.append_messages(first, [
+        {"role": "user", "content": "Yesterday we adopted a beagle from the shelter and named him Biscuit."},
+        {"role": "assistant", "content": "Congratulations on the new companion!"},
+    ])
+    service.append_messages(later, [
+        {"role": "user", "content": "The weather turned cold again."},
+        {"role": "user", "content": "Biscuit ruined two pairs of shoes this week."},
+    ])
+    question = "What trouble did the shelter beagle cause?"
+    assert (later, 2) in keys(service.search_messages(question, project_id="home", mode="fts"))
+    monkeypatch.setattr(search, "BRIDGE_WEIGHT", 0.0)
+    assert (later, 2) not in keys(service.search_messages(question, project_id="home", mode="fts"))
+
+
+def test_names_are_capitalised_words_inside_a_sentence() -> None:
+    from mcp_memory.core.search import names_in
+
+    text = "Big news: we named him Biscuit. Then Tom, Maya and Mary Jane came. Pepper ate it. 我们叫它豆包"
+    assert names_in(text) == ["Biscuit", "Tom", "Maya", "Mary", "Jane"]

@@ -28,10 +28,12 @@ from ..store.search_store import Scope, SearchStore
 from .search import Lexical, check_limit, check_query, check_scope, fetch_matches, fts_scores, with_session
 
 MODES: tuple[SearchMode, ...] = ("fts", "semantic", "hybrid")
-VECTOR_WEIGHT = 1.0  # the nearest vector counts as much as the best word match (chosen on the tuning parts)
+VECTOR_WEIGHT = 0.75  # the nearest vector against the best word match (1); constants chosen on the tuning parts
 VECTOR_POOL = 200  # nearest vectors fetched (two per message: alone and with its neighbour)
 VECTOR_FLOOR = 0.3  # share of VECTOR_WEIGHT left when full text is sure (vector_weight)
 VECTOR_BASE = 0.5  # quantile of the pool that scales to 0 (0.0: the farthest fetched)
+VECTOR_AFTER = 0.0  # share of a turn's vector score the turn after it gets (the window vectors
+VECTOR_BEFORE = 0.5  # already hold the next turn), and the turn before it
 PEAK_LOW = 0.0  # trust() thresholds, in standard deviations (PEAK_HIGH <= PEAK_LOW: always trusted)
 PEAK_HIGH = 0.0
 
@@ -160,7 +162,7 @@ def combine(mode: SearchMode, lexical: dict[ranking.Key, float], near: list[Near
         similarity[key] = max(similarity.get(key, -1.0), 1.0 - n.distance)
     weight = vector_weight * trust(list(similarity.values()))
     if similarity and weight > 0:
-        for key, value in ranking.with_neighbours(above_typical(similarity)).items():
+        for key, value in ranking.with_neighbours(above_typical(similarity), VECTOR_AFTER, VECTOR_BEFORE).items():
             fused[key] = fused.get(key, 0.0) + weight * value
     return fused
 

@@ -16,6 +16,7 @@ from ..search import dates, ranking
 from ..search.query import ParsedQuery, match_tsquery, phrase_tsquery
 from ..search.snippet import snippet
 from ..search.text import payload_text
+from ..search.tokenizer import iter_terms
 from ..store.core_store import Store
 from ..store.db import Database
 from ..store.search_store import Scope, SearchStore
@@ -25,6 +26,9 @@ MAX_LIMIT = MAX_MATCHES
 HIT_FETCH_FACTOR = 3  # neighbours and filters drop some keys: fetch more than asked, keep `limit`
 MONTH_BOOST = 1.0  # time_factors (chosen on the tuning parts of scripts/bench/search_quality.py)
 WHEN_BOOST = 0.2
+BRIDGE_WEIGHT = 0.3  # query weight of the names the best turns mention (`bridge_terms`; 0: off)
+BRIDGE_TURNS = 2
+_NAME = re.compile(r"(?<=[\w,;:)'’-]\s)([A-Z][a-z]{2,})\b")  # a capital after a word or comma, not after . ! ?
 _RELATIVE = re.compile(r"^\s*(\d+)\s*([mhdw])\s*$")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
@@ -108,12 +112,23 @@ class Lexical:
 
 
 def fts_scores(store: SearchStore, parsed: ParsedQuery, scope: Scope) -> Lexical:
-    """BM25 with neighbour credit, before the role filter and the required phrases."""
+    """BM25 with neighbour credit, before the role filter and the required phrases. With
+    BRIDGE_WEIGHT, the names the best turns mention join the query (`bridge_terms`)."""
+    own, confidence = _bm25(store, parsed, scope)
+    if BRIDGE_WEIGHT > 0 and own:
+        names = bridge_terms(store, scope, parsed, own)
+        if names:
+            own, _ = _bm25(store, replace(parsed, terms={**names, **parsed.terms}), scope)
+    return Lexical(ranking.with_neighbours(own), confidence)
+
+
+def _bm25(store: SearchStore, parsed: ParsedQuery, scope: Scope) -> tuple[dict[ranking.Key, float], float]:
+    """Each candidate turn's own BM25, and the confidence of `Lexical`."""
     stats = store.term_stats(scope.project_id, list(parsed.terms))
     weights = ranking.term_weights(parsed.terms, stats)
     match = match_tsquery(parsed, ranking.matching_terms(weights, stats))
     if match is None or not weights:
-        return Lexical({}, 0.0)
+        return {}, 0.0
     # The role filter applies to results, not to candidates: an assistant turn is often found
     # through the user turn before it (neighbour credit).
     candidates = store.candidates(scope=replace(scope, role=None), match=match, weights=weights,
@@ -121,7 +136,29 @@ def fts_scores(store: SearchStore, parsed: ParsedQuery, scope: Scope) -> Lexical
     own = {(c.session_id, c.seq): c.score for c in candidates if c.score > 0}
     full = ranking.full_match_score(parsed.terms, stats)
     confidence = min(1.0, max(own.values(), default=0.0) / full) if full > 0 else 0.0
-    return Lexical(ranking.with_neighbours(own), confidence)
+    return own, confidence
+
+
+def bridge_terms(store: SearchStore, scope: Scope, parsed: ParsedQuery,
+                 own: dict[ranking.Key, float]) -> dict[str, float]:
+    """Multi-hop questions name a storyline; the turn that answers often names only what an
+    earlier turn introduced ("…we named him Biscuit" → "Biscuit chewed…"). The names in the
+    BRIDGE_TURNS best turns that the query lacks are added at BRIDGE_WEIGHT."""
+    keys = ranking.top_keys(own, BRIDGE_TURNS)
+    rows = store.hits(scope=replace(scope, role=None), keys=keys, required=None)
+    found: dict[str, float] = {}
+    for row in rows:
+        for name in names_in(payload_text(row["payload"])):
+            for term, _ in iter_terms(name):
+                if term not in parsed.terms:
+                    found[term] = BRIDGE_WEIGHT
+    return found
+
+
+def names_in(text: str) -> list[str]:
+    """Capitalised Latin words that do not start a sentence: names, in English and most Latin
+    scripts (CJK text has no such mark, so Chinese questions are not bridged)."""
+    return [m.group(1) for m in _NAME.finditer(text)]
 
 
 def fetch_matches(
