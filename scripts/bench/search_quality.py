@@ -57,6 +57,7 @@ import psycopg
 from psycopg.conninfo import make_conninfo
 
 from mcp_memory.config import load_settings
+from mcp_memory.core import sessions
 from mcp_memory.core.service import Service
 from mcp_memory.embeddings.providers import DEFAULT_LOCAL_MODEL, SHIPPED_MODELS
 from mcp_memory.store import embedded, migrate
@@ -94,7 +95,9 @@ def scratch_database(dsn: str | None, keep: bool) -> Iterator[str]:
 
 
 def load(service: Service, data: dict) -> dict[Key, str]:
-    """Import every conversation; returns (session_id, seq) → turn id."""
+    """Import every conversation; returns (session_id, seq) → turn id. Each session's id is derived
+    from its id in the dataset (`fixed_session_ids`): ranking ties fall by session id, and random
+    ids would make two runs of the same code differ by a question or two."""
     turn_of: dict[Key, str] = {}
     key_of: dict[str, Key] = {}
     decision_ids: dict[str, str] = {}
@@ -102,8 +105,9 @@ def load(service: Service, data: dict) -> dict[Key, str]:
         service.add_synonyms(group)
     for conv in data["conversations"]:
         for session in conv["sessions"]:
-            sid = service.create_session(conv["project"], {"title": session.get("title"),
-                                                          "agent_source": conv.get("agent")}).session_id
+            with fixed_session_ids(f"{data.get('name')}/{session['id']}"):
+                sid = service.create_session(conv["project"], {"title": session.get("title"),
+                                                              "agent_source": conv.get("agent")}).session_id
             messages = [{"append_id": t["id"], "role": t["role"], "content": t["content"], "created_at": t["date"]}
                         for t in session["turns"]]
             seqs = service.append_messages(sid, messages).seqs
@@ -117,6 +121,17 @@ def load(service: Service, data: dict) -> dict[Key, str]:
                     message_seq=seq, supersedes=decision_ids.get(d.get("supersedes", "")))
                 decision_ids[d["id"]] = made.decision_id
     return turn_of
+
+
+@contextmanager
+def fixed_session_ids(name: str) -> Iterator[None]:
+    """New sessions get the id uuid5(name) instead of a random one, while this lasts."""
+    original = sessions.new_session_id
+    sessions.new_session_id = lambda: f"{sessions.SESSION_ID_PREFIX}{uuid.uuid5(uuid.NAMESPACE_URL, name)}"
+    try:
+        yield
+    finally:
+        sessions.new_session_id = original
 
 
 def _ranker(mode: str) -> Callable[[Service, dict, int], list[Key]]:
