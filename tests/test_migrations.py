@@ -6,6 +6,7 @@ import threading
 import zlib
 
 import psycopg
+import pytest
 
 from mcp_memory.store import migrate
 
@@ -124,6 +125,31 @@ def test_upgrade_to_0006_keeps_what_appends_indexed_and_finds_the_rest(empty_db:
             assert conn.execute("SELECT sum(docs) FROM search_doc_stats").fetchone()[0] == 3
     finally:
         svc.db.close()
+
+
+def _migrate_up_to(conn: psycopg.Connection, version: int) -> None:
+    conn.execute(migrate._BOOTSTRAP)
+    for m in migrate.available():
+        if m.version > version:
+            break
+        with conn.transaction():
+            conn.execute(m.sql)
+            conn.execute("INSERT INTO schema_migrations (version, name, checksum) VALUES (%s, %s, %s)",
+                         (m.version, m.name, m.checksum))
+
+
+def test_upgrade_to_0013_drops_the_window_vectors_and_keeps_the_message_vectors(empty_db: str) -> None:
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        _migrate_up_to(conn, 12)
+        if conn.execute("SELECT to_regclass('message_embeddings') IS NULL").fetchone()[0]:
+            pytest.skip("pgvector is not installed on this PostgreSQL server")
+        conn.execute("INSERT INTO embedding_models (model, dim) VALUES ('m3', 3)")
+        for kind in ("message", "window"):
+            conn.execute("INSERT INTO message_embeddings (session_id, seq, model, kind, project_id, embedding) "
+                         "VALUES ('ses_x', 1, 'm3', %s, 'p', '[1,0,0]')", (kind,))
+    assert [m.version for m in migrate.migrate(empty_db)] == [m.version for m in migrate.available() if m.version >= 13]
+    with psycopg.connect(empty_db) as conn:
+        assert conn.execute("SELECT kind FROM message_embeddings").fetchall() == [("message",)]
 
 
 # The statements of every migration up to schema 12, as they were first applied. A database

@@ -14,6 +14,7 @@ from mcp_memory.commands.doctor import _semantic_check
 from mcp_memory.core import embed
 from mcp_memory.embeddings.providers import HttpProvider
 from mcp_memory.errors import Invalid, Unavailable
+from mcp_memory.store.embedding_store import vector_literal
 from mcp_memory.wiring import build, build_embedder
 
 
@@ -74,7 +75,7 @@ def test_embed_resumes_at_the_watermark_and_semantic_search_finds_paraphrases(se
     assert service.embed_pending() == 4
     assert service.embed_pending() == 0  # nothing past the watermark
     state = service.embedding_status()
-    assert (state.dim, state.vectors, state.pending) == (64, 4 + 3, 0)  # 4 messages + 3 windows
+    assert (state.dim, state.vectors, state.pending) == (64, 4, 0)  # one vector per message
     service.append_message(sid, {"role": "user", "content": "The MQ consumer hits a timeout."})
     calls = embedder.calls
     assert service.embed_pending() == 1 and embedder.calls == calls + 1
@@ -89,6 +90,24 @@ def test_embed_resumes_at_the_watermark_and_semantic_search_finds_paraphrases(se
     assert not service.search_messages("kafka", project_id="shop", mode="fts").matches
     found = service.search_messages("kafka", project_id="shop").matches
     assert found[0].seq in {2, 5} and {1, 2, 5} <= {m.seq for m in found}
+
+
+def test_only_message_vectors_rank(service, pgvector) -> None:
+    """A 'window' vector (written by versions before schema 13, or stored by any token holder
+    through mm_store_embeddings) is never ranked: only each message's own vector is."""
+    sid = _history(service)
+    service.embedder = embedder = HashEmbedder()
+    service.embed_pending()
+    before = {mode: service.search_messages("kafka", project_id="shop", mode=mode).matches
+              for mode in ("semantic", "hybrid")}
+    query = embedder.vector("kafka")
+    with service.db.transaction() as conn:
+        conn.execute("SELECT mm_store_embeddings(%s, %s, ARRAY[3]::bigint[], ARRAY['window'], %s::text[], 4)",
+                     (sid, embedder.name, [vector_literal(query)]))  # the query's own vector
+        assert conn.execute("SELECT count(*) FROM message_embeddings WHERE kind = 'window'").fetchone()[0] == 1
+    for mode, matches in before.items():
+        after = service.search_messages("kafka", project_id="shop", mode=mode).matches
+        assert [(m.seq, m.score) for m in after] == [(m.seq, m.score) for m in matches] and after[0].seq != 3
 
 
 def test_filters_apply_to_every_mode(service, pgvector) -> None:

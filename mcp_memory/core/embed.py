@@ -74,7 +74,7 @@ def embed_pending(
 def _embed_session(db: Database, provider: Provider, pending: PendingSession, batch: int) -> int:
     with db.transaction() as conn:
         messages = EmbeddingStore(conn).session_messages(pending, MESSAGES_PER_SESSION)
-    items = [item for m in messages for item in items_for(m.seq, m.payload, m.prev_payload)]
+    items = [item for m in messages for item in items_for(m.seq, m.payload)]
     rows = [row for chunk in batches(items, batch) for row in _vectors(provider, chunk)]
     # fewer than asked: the rest up to last_seq are inherited (a fork) or not visible; done
     done = messages[-1].seq if len(messages) == MESSAGES_PER_SESSION else pending.last_seq

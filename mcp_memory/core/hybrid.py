@@ -28,12 +28,12 @@ from ..store.search_store import Scope, SearchStore
 from .search import Lexical, check_limit, check_query, check_scope, fetch_matches, fts_scores, with_session
 
 MODES: tuple[SearchMode, ...] = ("fts", "semantic", "hybrid")
-VECTOR_WEIGHT = 0.75  # the nearest vector against the best word match (1); constants chosen on the tuning parts
-VECTOR_POOL = 200  # nearest vectors fetched (two per message: alone and with its neighbour)
+VECTOR_WEIGHT = 1.0  # the nearest vector against the best word match (1); constants chosen on the tuning parts
+VECTOR_POOL = 200  # nearest message vectors fetched
 VECTOR_FLOOR = 0.3  # share of VECTOR_WEIGHT left when full text is sure (vector_weight)
 VECTOR_BASE = 0.5  # quantile of the pool that scales to 0 (0.0: the farthest fetched)
-VECTOR_AFTER = 0.0  # share of a turn's vector score the turn after it gets (the window vectors
-VECTOR_BEFORE = 0.5  # already hold the next turn), and the turn before it
+VECTOR_AFTER = 0.5  # share of a turn's vector score the turn after it gets (an answer is often
+VECTOR_BEFORE = 0.5  # nearer to nothing than the question asked before it), and the turn before it
 PEAK_LOW = 0.0  # trust() thresholds, in standard deviations (PEAK_HIGH <= PEAK_LOW: always trusted)
 PEAK_HIGH = 0.0
 
@@ -152,14 +152,14 @@ def combine(mode: SearchMode, lexical: dict[ranking.Key, float], near: list[Near
     asked before, and the answer is the turn after it."""
     if mode == "fts":
         return lexical
-    if mode == "semantic":
-        return {(n.session_id, n.seq): 1.0 - n.distance for n in near}
-    best = max(lexical.values(), default=0.0)
-    fused = {key: score / best for key, score in lexical.items()} if best > 0 else {}
     similarity: dict[ranking.Key, float] = {}
-    for n in near:  # a message's own vector and its window's: the closer counts
+    for n in near:
         key = (n.session_id, n.seq)
         similarity[key] = max(similarity.get(key, -1.0), 1.0 - n.distance)
+    if mode == "semantic":
+        return similarity
+    best = max(lexical.values(), default=0.0)
+    fused = {key: score / best for key, score in lexical.items()} if best > 0 else {}
     weight = vector_weight * trust(list(similarity.values()))
     if similarity and weight > 0:
         for key, value in ranking.with_neighbours(above_typical(similarity), VECTOR_AFTER, VECTOR_BEFORE).items():

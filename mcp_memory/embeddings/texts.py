@@ -1,5 +1,10 @@
-"""What is embedded for a message: the message alone, and a short window (the message after the
-one before it), which recovers what a bare answer ("yes, do that") loses. Pure functions."""
+"""What is embedded for a message: its text (the beginning, where the topic is). A bare answer
+("yes, do that") is found through the turn before it: hybrid search credits a vector hit's
+neighbours, as full text credits a word hit's (core/hybrid.py). Pure functions.
+
+Versions before schema 13 also stored a "window" vector (the message after the one before it);
+on the tuning parts of scripts/bench/search_quality.py ranking by it lost to the neighbour credit
+on every setting measured, so it is no longer made (migration 0013 deletes the old ones)."""
 
 from __future__ import annotations
 
@@ -9,25 +14,18 @@ from typing import Any
 from ..search.text import payload_text
 
 MESSAGE_CHARS = 2000  # small models read ~256 tokens; the beginning carries the topic
-WINDOW_PART_CHARS = 1000
 
 
 @dataclass(frozen=True)
 class EmbedItem:
     seq: int
-    kind: str  # 'message' | 'window'
+    kind: str  # always 'message' (the column also admits 'window', see above)
     text: str
 
 
-def items_for(seq: int, payload: dict[str, Any], prev_payload: dict[str, Any] | None) -> list[EmbedItem]:
+def items_for(seq: int, payload: dict[str, Any]) -> list[EmbedItem]:
     text = " ".join(payload_text(payload, limit=MESSAGE_CHARS).split())
-    if not text:
-        return []
-    items = [EmbedItem(seq, "message", text)]
-    prev = " ".join(payload_text(prev_payload, limit=WINDOW_PART_CHARS).split()) if prev_payload else ""
-    if prev:
-        items.append(EmbedItem(seq, "window", f"{prev}\n{text[:WINDOW_PART_CHARS]}"))
-    return items
+    return [EmbedItem(seq, "message", text)] if text else []
 
 
 def batches(items: list[EmbedItem], size: int) -> list[list[EmbedItem]]:

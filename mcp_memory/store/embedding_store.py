@@ -29,13 +29,12 @@ class PendingSession:
 class PendingMessage:
     seq: int
     payload: dict[str, Any]
-    prev_payload: dict[str, Any] | None
 
 
 @dataclass(frozen=True)
 class EmbeddingRow:
     seq: int
-    kind: str  # 'message' | 'window'
+    kind: str  # 'message' (embeddings/texts.py)
     vector: list[float]
 
 
@@ -78,7 +77,7 @@ class EmbeddingStore:
         rows = self._all(q("embed_session_messages"), {
             "session_id": pending.session_id, "after_seq": pending.done_seq, "up_to_seq": pending.last_seq,
             "limit": limit})
-        return [PendingMessage(r["seq"], r["payload"], r["prev_payload"]) for r in rows]
+        return [PendingMessage(r["seq"], r["payload"]) for r in rows]
 
     def store(self, pending: PendingSession, model: str, rows: Sequence[EmbeddingRow], done_seq: int) -> None:
         """Store vectors and move the watermark, in the caller's transaction."""

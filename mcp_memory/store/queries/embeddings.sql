@@ -20,10 +20,9 @@ ORDER BY coalesce(w.updated_at, s.created_at), s.session_id
 LIMIT %(limit)s;
 
 -- name: embed_session_messages
--- The next messages of one session after the watermark, each with the message before it (window).
-SELECT m.seq, m.payload, prev.payload AS prev_payload
+-- The next messages of one session after the watermark.
+SELECT m.seq, m.payload
 FROM messages m
-LEFT JOIN messages prev ON prev.session_id = m.session_id AND prev.seq = m.seq - 1
 WHERE m.session_id = %(session_id)s AND m.seq > %(after_seq)s AND m.seq <= %(up_to_seq)s
 ORDER BY m.seq
 LIMIT %(limit)s;
@@ -46,12 +45,13 @@ SELECT EXISTS (SELECT 1 FROM message_embeddings e
 
 -- name: embed_nearest
 -- Nearest messages to the query vector for one model ({dim} is the model's dimension, a literal so
--- that the partial HNSW index on embedding::vector(dim) applies). Filters as in search_candidates.
-SELECT e.session_id, e.seq, min(e.distance) AS distance
+-- that the partial HNSW index on embedding::vector(dim) applies). Filters as in search_candidates;
+-- only message vectors count (a 'window' row that a token holder stores is never ranked).
+SELECT e.session_id, e.seq, e.distance
 FROM (
     SELECT x.session_id, x.seq, x.embedding::vector({dim}) <=> %(query)s::vector({dim}) AS distance
     FROM message_embeddings x
-    WHERE x.model = %(model)s
+    WHERE x.model = %(model)s AND x.kind = 'message'
       AND (%(project_id)s::text IS NULL OR x.project_id = %(project_id)s)
       AND (%(since)s::timestamptz IS NULL AND %(until)s::timestamptz IS NULL AND %(agent_source)s::text IS NULL
            AND %(seg_sessions)s::text[] IS NULL
@@ -69,5 +69,4 @@ FROM (
     ORDER BY x.embedding::vector({dim}) <=> %(query)s::vector({dim})
     LIMIT %(pool)s
 ) AS e
-GROUP BY e.session_id, e.seq
-ORDER BY distance, e.session_id, e.seq;
+ORDER BY e.distance, e.session_id, e.seq;
