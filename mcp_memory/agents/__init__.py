@@ -36,6 +36,10 @@ _REGISTRY: dict[str, str] = {
 }
 
 
+# `recall --hook` without --agent: the session-start hooks installed before --agent existed
+SESSION_START_DEFAULT = "claude-code"
+
+
 def names() -> list[str]:
     """Every agent's CLI name, in a stable order."""
     return list(_REGISTRY)

@@ -28,15 +28,15 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
     recall = sub.add_parser("recall", help="prompt-ready history block (as the recall tool); --hook for session start",
                             description="Example: mcp-memory recall 'should orders use a queue?' --project shop. "
-                                        "As a Claude Code SessionStart hook: mcp-memory recall --hook")
+                                        "As a Claude Code SessionStart hook: mcp-memory recall --hook --agent claude-code")
     recall.add_argument("query", nargs="?", help="the task or question")
     recall.add_argument("--project", help="only this project (hook: default is the git root's folder name)")
     recall.add_argument("--limit", type=int, default=5)
     recall.add_argument("--json", action="store_true")
     recall.add_argument("--hook", action="store_true",
                         help="read the session-start hook JSON on stdin, print what the agent adds; never fails")
-    recall.add_argument("--agent", default="claude-code",
-                        help="with --hook: the agent whose hook runs this (default: claude-code)")
+    recall.add_argument("--agent", help="with --hook: the agent whose hook runs this "
+                                         f"(default: {agents.SESSION_START_DEFAULT}, as installed by earlier versions)")
 
     synonyms = sub.add_parser("synonyms", help="synonym groups applied at query time",
                               description="Example: mcp-memory synonyms add 消息队列 MQ 'message queue'")
@@ -112,7 +112,7 @@ def hook(settings: Settings, args: argparse.Namespace, stdin: str) -> int:
                 result = svc.recall(args.query, project_id=project, limit=args.limit)
             else:
                 result = svc.recall_digest(project_id=project, limit=args.limit)
-        output = agents.get(args.agent).session_start_output(result.text) if result.text else None
+        output = agents.get(args.agent or agents.SESSION_START_DEFAULT).session_start_output(result.text) if result.text else None
         if output is not None:
             print(json.dumps(output, ensure_ascii=False))
     except Exception:  # noqa: BLE001 — the hook contract: silence rather than a failed session start

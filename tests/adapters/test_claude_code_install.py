@@ -45,9 +45,17 @@ def test_user_scope_merges_and_is_idempotent(tmp_path: Path) -> None:
         ours = [h for g in settings["hooks"][event] for h in g["hooks"] if h["command"] == f"MCP_MEMORY_DSN=postgres://x {HOOK}"]
         assert len(ours) == 1 and ours[0]["type"] == "command"
     recall = [h["command"] for g in settings["hooks"][RECALL_EVENT] for h in g["hooks"]]
-    assert [shlex.split(c) for c in recall] == [["MCP_MEMORY_DSN=postgres://x", *COMMAND, "recall", "--hook"]]
+    assert [shlex.split(c) for c in recall] == [["MCP_MEMORY_DSN=postgres://x", *COMMAND, "recall", "--hook",
+                                                 "--agent", "claude-code"]]
 
     assert register(**args) == []  # second run: nothing to do
+
+    # the recall hook of earlier versions (no --agent) is ours: replaced, not doubled
+    settings["hooks"][RECALL_EVENT][0]["hooks"][0]["command"] = shlex.join([*COMMAND, "recall", "--hook"])
+    (home / ".claude" / "settings.json").write_text(json.dumps(settings))
+    assert register(**args) == [f"{home / '.claude' / 'settings.json'}: set {RECALL_EVENT} hook: {recall[0]}"]
+    settings = json.loads((home / ".claude" / "settings.json").read_text())
+    assert [h["command"] for g in settings["hooks"][RECALL_EVENT] for h in g["hooks"]] == recall
 
     removed = register(**args, uninstall=True)
     assert len(removed) == 1 + len(HOOK_EVENTS) + 1

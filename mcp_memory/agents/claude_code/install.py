@@ -44,7 +44,7 @@ def register(
     changes = []
     changes += _update(server_file, lambda data: _server(data, command, env, uninstall))
     hooks = {event: hook_command(command, env) for event in HOOK_EVENTS}
-    hooks[RECALL_EVENT] = hook_command(command, env, "recall", "--hook")
+    hooks[RECALL_EVENT] = hook_command(command, env, "recall", "--hook", "--agent", "claude-code")
     changes += _update(settings_file, lambda data: _hooks(data, hooks, uninstall))
     return changes
 
@@ -125,7 +125,8 @@ def _is_ours(handler: Any) -> bool:
         words = shlex.split(handler["command"])
     except ValueError:
         return False
-    ours = words[-3:] == ["sync", "claude-code", "--hook"] or words[-2:] == ["recall", "--hook"]
+    ours = (words[-3:] == ["sync", "claude-code", "--hook"] or words[-2:] == ["recall", "--hook"]  # before --agent
+            or words[-4:] == ["recall", "--hook", "--agent", "claude-code"])
     return ours and any("mcp-memory" in w or "mcp_memory" in w for w in words)
 
 
