@@ -1,4 +1,5 @@
-"""The real Claude Code, after `mcp-memory install claude-code`, calls our MCP tools for its model.
+"""The real Claude Code, after `mcp-memory install claude-code`, calls our MCP tools for its model, and
+its SessionStart hook shows the model the project's memory.
 
 A scripted model server on loopback (tests/interop/scripted_model.py) plays the model: it asks for
 create_session, append_message, search_messages, record_decision and recall in turn, and the test
@@ -71,3 +72,28 @@ def test_claude_code_shows_its_model_our_tool_results(claude_home, settings) -> 
             "SELECT m.payload::text FROM messages m JOIN sessions s USING (session_id) "
             "WHERE s.agent_source = 'claude-code' ORDER BY m.seq").fetchall()]
     assert any(PROMPT in t for t in texts) and any("ledger stays in PostgreSQL" in t for t in texts)
+
+
+def test_session_start_hook_shows_its_model_the_projects_memory(claude_home, settings, profile) -> None:
+    """The SessionStart hook `install` added (`recall --hook --agent claude-code`) puts the recall
+    block of the working folder's project into what the model reads at the first turn."""
+    from dataclasses import replace
+
+    from mcp_memory.config import load_settings
+    from mcp_memory.wiring import build
+
+    env, work = claude_home
+    svc = build(replace(load_settings(dsn=settings.dsn, environ=profile)))
+    try:
+        sid = svc.create_session(work.name, {"title": "ledger talk"}).session_id
+        svc.record_decision(sid, "database", "quokkaledger stays in PostgreSQL", rationale="one database to run")
+    finally:
+        svc.db.close()
+    with ScriptedModel(lambda request: [{"type": "text", "text": "Hello."}]) as model:
+        run = subprocess.run(["claude", "-p", "Say hello.", "--output-format", "json"],
+                             env={**env, "ANTHROPIC_BASE_URL": model.url}, cwd=work, capture_output=True,
+                             text=True, timeout=240, stdin=subprocess.DEVNULL)
+        requests = model.main_requests()
+    assert run.returncode == 0, run.stderr[-2000:] + run.stdout[-2000:]
+    first = json.dumps(requests[0], ensure_ascii=False)
+    assert "quokkaledger stays in PostgreSQL" in first and "Say hello." in first
