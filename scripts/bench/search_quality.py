@@ -325,7 +325,7 @@ def _print(summary: dict[str, Any], misses: list[dict]) -> None:
     embedding = summary["embedding"]
     if embedding:
         print(f"embedding: {embedding['model']} (loaded in {embedding['load_s']} s) {embedding['messages']} messages "
-              f"in {embedding['embed_s']} s = {embedding['messages_per_s']} messages/s (message + window vectors)")
+              f"in {embedding['embed_s']} s = {embedding['messages_per_s']} messages/s (one vector per message)")
     print(f"{'part':<10}{'category':<16}{'n':>5}" + "".join(f"{'R@' + str(k):>8}" for k in KS) + f"{'MRR':>8}")
     for part, categories in summary["parts"].items():
         for category, m in categories.items():
