@@ -85,7 +85,7 @@ def _embed_session(db: Database, provider: Provider, pending: PendingSession, ba
 
 def _vectors(provider: Provider, chunk: list[EmbedItem]) -> list[EmbeddingRow]:
     vectors = provider.embed([item.text for item in chunk])
-    return [EmbeddingRow(item.seq, item.kind, vector) for item, vector in zip(chunk, vectors, strict=True)]
+    return [EmbeddingRow(item.seq, vector) for item, vector in zip(chunk, vectors, strict=True)]
 
 
 def status(db: Database, model: str | None, project_id: str | None = None) -> EmbedStatus:

@@ -32,8 +32,6 @@ VECTOR_WEIGHT = 1.0  # the nearest vector against the best word match (1); const
 VECTOR_POOL = 200  # nearest message vectors fetched
 VECTOR_FLOOR = 0.3  # share of VECTOR_WEIGHT left when full text is sure (vector_weight)
 VECTOR_BASE = 0.5  # quantile of the pool that scales to 0 (0.0: the farthest fetched)
-VECTOR_AFTER = 0.5  # share of a turn's vector score the turn after it gets (an answer is often
-VECTOR_BEFORE = 0.5  # nearer to nothing than the question asked before it), and the turn before it
 PEAK_LOW = 0.0  # trust() thresholds, in standard deviations (PEAK_HIGH <= PEAK_LOW: always trusted)
 PEAK_HIGH = 0.0
 
@@ -162,7 +160,7 @@ def combine(mode: SearchMode, lexical: dict[ranking.Key, float], near: list[Near
     fused = {key: score / best for key, score in lexical.items()} if best > 0 else {}
     weight = vector_weight * trust(list(similarity.values()))
     if similarity and weight > 0:
-        for key, value in ranking.with_neighbours(above_typical(similarity), VECTOR_AFTER, VECTOR_BEFORE).items():
+        for key, value in ranking.with_neighbours(above_typical(similarity)).items():
             fused[key] = fused.get(key, 0.0) + weight * value
     return fused
 

@@ -19,13 +19,12 @@ MESSAGE_CHARS = 2000  # small models read ~256 tokens; the beginning carries the
 @dataclass(frozen=True)
 class EmbedItem:
     seq: int
-    kind: str  # always 'message' (the column also admits 'window', see above)
     text: str
 
 
 def items_for(seq: int, payload: dict[str, Any]) -> list[EmbedItem]:
     text = " ".join(payload_text(payload, limit=MESSAGE_CHARS).split())
-    return [EmbedItem(seq, "message", text)] if text else []
+    return [EmbedItem(seq, text)] if text else []
 
 
 def batches(items: list[EmbedItem], size: int) -> list[list[EmbedItem]]:

@@ -63,16 +63,14 @@ def matching_terms(weights: dict[str, float], stats: TermStats) -> list[str]:
     return sorted(selective or weights)
 
 
-def with_neighbours(own: dict[Key, float], after: float | None = None, before: float | None = None) -> dict[Key, float]:
-    """Each turn's own score plus a share of its neighbours' (turns next to a hit become hits too):
-    the turn after a hit gets `after` of its score, the turn before it `before` (both
-    NEIGHBOUR_WEIGHT by default)."""
-    shares = ((1, NEIGHBOUR_WEIGHT if after is None else after), (-1, NEIGHBOUR_WEIGHT if before is None else before))
+def with_neighbours(own: dict[Key, float]) -> dict[Key, float]:
+    """Each turn's own score plus NEIGHBOUR_WEIGHT of each neighbour's (the turns before and after a
+    hit become hits too), for word hits and vector hits alike."""
     total = dict(own)
     for (session_id, seq), score in own.items():
-        for step, share in shares:
-            if share and seq + step >= 1:
-                total[(session_id, seq + step)] = total.get((session_id, seq + step), 0.0) + share * score
+        for neighbour in (seq - 1, seq + 1):
+            if neighbour >= 1:
+                total[(session_id, neighbour)] = total.get((session_id, neighbour), 0.0) + NEIGHBOUR_WEIGHT * score
     return total
 
 

@@ -34,7 +34,6 @@ class PendingMessage:
 @dataclass(frozen=True)
 class EmbeddingRow:
     seq: int
-    kind: str  # 'message' (embeddings/texts.py)
     vector: list[float]
 
 
@@ -83,7 +82,7 @@ class EmbeddingStore:
         """Store vectors and move the watermark, in the caller's transaction."""
         self.conn.execute(q("embed_store"), {
             "session_id": pending.session_id, "model": model, "seqs": [r.seq for r in rows],
-            "kinds": [r.kind for r in rows], "vectors": [vector_literal(r.vector) for r in rows],
+            "kinds": ["message"] * len(rows), "vectors": [vector_literal(r.vector) for r in rows],
             "done_seq": done_seq})
 
     def counts(self, model: str, project_id: str | None) -> tuple[int, int]:
