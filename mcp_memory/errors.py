@@ -31,6 +31,11 @@ class Forbidden(McpMemoryError):
     code = "forbidden"
 
 
+class Unauthorized(Forbidden):
+    """Credentials not accepted: no token, not a token, or one that is revoked, expired or unknown
+    (REST 401). A `[forbidden]` error, never `[unavailable]`: retrying does not make it valid."""
+
+
 class Unavailable(McpMemoryError):
     code = "unavailable"
 

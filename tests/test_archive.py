@@ -271,7 +271,7 @@ def test_stalled_job_returns_to_the_queue_when_its_lease_runs_out(service: Servi
                      "lease_until = now() + CASE WHEN snapshot_id = %s THEN interval '-1 s' ELSE interval '1 h' END",
                      (stalled.snapshot_id,))
     db = Database(settings)
-    lock = LeaderLock(db)
+    lock = LeaderLock(db, "me:2")
     try:
         assert lock.try_acquire()
         claimed = lock.store().claim(worker="me:2", lease=30, limit=10)
@@ -292,7 +292,7 @@ def test_a_connection_without_the_archiver_lock_claims_nothing(service: Service,
     s = service.create_session("proj")
     snap = service.create_snapshot(s.session_id, "queued")
     db = Database(settings)
-    active, standby = LeaderLock(db), LeaderLock(db)
+    active, standby = LeaderLock(db, "a:1"), LeaderLock(db, "b:1")
     try:
         assert active.try_acquire()
         assert not standby.try_acquire()
@@ -304,7 +304,7 @@ def test_a_connection_without_the_archiver_lock_claims_nothing(service: Service,
                           f"SELECT mm_archive_mark_done(ARRAY[{snap.snapshot_id}]::bigint[])"):
             with psycopg.connect(settings.dsn, autocommit=True) as conn, pytest.raises(psycopg.Error) as raised:
                 conn.execute(statement)
-            assert "does not hold the archiver lock" in str(raised.value)
+            assert "does not hold the archiver lease" in str(raised.value)
         assert job_states(settings.dsn)[snap.snapshot_id][0] == "pending"
         assert [j.snapshot_id for j in active.store().claim(worker="a:1", lease=30, limit=10)] == [snap.snapshot_id]
     finally:

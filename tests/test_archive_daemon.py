@@ -73,7 +73,7 @@ def holder_name(settings) -> str:
         state = queue.status(db)
     finally:
         db.close()
-    return (state.holder or {}).get("application_name") or ""
+    return (state.holder or {}).get("worker") or ""
 
 
 def all_done(dsn: str) -> bool:

@@ -69,11 +69,11 @@ def projects(service) -> dict[str, str]:
     return {p: service.create_session(p, {"title": p}).session_id for p in ("A", "B")}
 
 
-def test_no_invalid_and_revoked_tokens_get_401(rest: Server, make_token, owner_db: Database) -> None:
+def test_no_invalid_and_revoked_tokens_get_401_forbidden(rest: Server, make_token, owner_db: Database) -> None:
     assert rest.call("GET", "/healthz").status == 200
     for token in (None, "nonsense", "mmt.nobody." + "x" * 43):
         reply = rest.call("GET", "/v1/sessions", token=token)
-        assert reply.status == 401 and reply.body["error"]["code"] == "unauthorized", token
+        assert reply.status == 401 and reply.body["error"]["code"] == "forbidden", token
     created = make_token("rest", ["A"])
     forged = created.token[:-4] + ("AAAA" if not created.token.endswith("AAAA") else "BBBB")
     assert rest.call("GET", "/v1/sessions", token=forged).status == 401
@@ -81,6 +81,7 @@ def test_no_invalid_and_revoked_tokens_get_401(rest: Server, make_token, owner_d
     tokens.revoke(owner_db, created.role)
     reply = rest.call("GET", "/v1/sessions", token=created.token)
     assert reply.status == 401 and "www-authenticate" in reply.headers
+    assert reply.body["error"]["code"] == "forbidden" and "revoked" in reply.body["error"]["message"]
 
 
 def test_scope_and_error_table(rest: Server, make_token, projects: dict[str, str]) -> None:

@@ -107,7 +107,7 @@ def test_archiver_reads_all_and_moves_jobs_only_through_the_queue_functions(worl
         assert count(conn, "sessions") == 2 and count(conn, "messages") == 4
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute("UPDATE export_jobs SET status = 'done', finished_at = now()")
-        assert conn.execute("SELECT pg_try_advisory_lock(1835884914)").fetchone() == (True,)
+        assert conn.execute("SELECT mm_archive_acquire('me:1', 600)").fetchone() == (True,)
         claimed = conn.execute("SELECT job_id FROM mm_archive_claim('me:1', 30, 10, NULL)").fetchall()
         assert len(claimed) == 2
         assert conn.execute("SELECT mm_archive_mark_done(%s)", ([j for (j,) in claimed],)).fetchone() == (2,)

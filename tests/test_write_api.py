@@ -269,12 +269,12 @@ def test_an_archiver_token_moves_the_queue_only_as_the_lock_holder(world, make_t
         refused(conn, "UPDATE export_jobs SET status = 'done'")
         refused(conn, "INSERT INTO export_jobs (snapshot_id, session_id, project_id) VALUES (%s, %s, 'A')",
                 (world["snap_B"], world["B"]))
-        assert "archiver lock" in refused(conn, "SELECT * FROM mm_archive_claim('w:1', 30, 10, NULL)")
-        assert conn.execute("SELECT pg_try_advisory_lock(1835884914)").fetchone() == (True,)
+        assert "archiver lease" in refused(conn, "SELECT * FROM mm_archive_claim('w:1', 30, 10, NULL)")
+        assert conn.execute("SELECT mm_archive_acquire('w:1', 600)").fetchone() == (True,)
         claimed = conn.execute("SELECT snapshot_id FROM mm_archive_claim('w:1', 30, 10, NULL)").fetchall()
         assert claimed == [(world["snap_A"],)]  # B's job is not its project's
         assert conn.execute("SELECT mm_archive_mark_done(ARRAY[(SELECT job_id FROM export_jobs)])").fetchone() == (1,)
     with connect_as(make_token("a", ["A"]), autocommit=True) as conn:  # a writer is no archiver
-        conn.execute("SELECT pg_try_advisory_lock(1835884914)")
-        refused(conn, "SELECT * FROM mm_archive_claim('w:1', 30, 10, NULL)")  # no EXECUTE
+        refused(conn, "SELECT mm_archive_acquire('w:2', 600)")  # no EXECUTE
+        refused(conn, "SELECT * FROM mm_archive_claim('w:1', 30, 10, NULL)")
     b_still_works(service, world)

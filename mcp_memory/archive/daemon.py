@@ -1,6 +1,6 @@
 """The archiver: the only place that joins the export queue and the git repository.
 
-One archiver writes at a time: it holds the PostgreSQL advisory lock (store.archive_repo.LeaderLock);
+One archiver writes at a time: it holds the lease of migration 0014 (store.archive_store.LeaderLock);
 others wait as standbys and take over within `standby_interval` of its death. The active one claims
 due jobs (`FOR UPDATE SKIP LOCKED`, with a lease it keeps renewing), exports each snapshot (commit +
 tag), pushes once per batch and marks the batch done. A failed export or push puts the job back with
@@ -91,7 +91,7 @@ class Archiver:
         self.options = options
         self.crash_at = crash_at
         self.worker = worker_name()
-        self.lock = LeaderLock(db)
+        self.lock = LeaderLock(db, self.worker)
         self.listener = Listener(db)
         self.stopping = threading.Event()
         self.summary = RunSummary()
@@ -273,11 +273,12 @@ class Archiver:
 
 
 def describe_holder(row: dict[str, Any] | None) -> str:
+    """The leader as `archive status` names it: its worker (host:pid of the archiver process), its
+    database role and since when it holds the lease."""
     if not row:
         return "nobody"
-    where = f" from {row['client_addr']}" if row.get("client_addr") else ""
-    since = f" since {row['backend_start']:%Y-%m-%d %H:%M:%S%z}" if row.get("backend_start") else ""
-    return f"{row.get('application_name') or 'backend'} (pid {row['pid']}{where}){since}"
+    since = f" since {row['since']:%Y-%m-%d %H:%M:%S%z}" if row.get("since") else ""
+    return f"{row['worker']} (role {row['role_name']}){since}"
 
 
 @contextmanager

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,13 +18,19 @@ class QueueStatus:
     counts: dict[str, int]
     oldest_pending: dict[str, Any] | None
     failed: list[dict[str, Any]] = field(default_factory=list)
+    archivers: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def standbys(self) -> list[dict[str, Any]]:
+        """Archivers alive and waiting for the lease."""
+        return [a for a in self.archivers if a["alive"] and not a["leader"]]
 
     def to_json(self) -> dict[str, Any]:
         holder = None
         if self.holder:
-            holder = {"pid": self.holder["pid"], "application_name": self.holder.get("application_name"),
-                      "client_addr": self.holder.get("client_addr"),
-                      "since": _time(self.holder.get("backend_start"))}
+            holder = {"worker": self.holder["worker"], "role": self.holder["role_name"],
+                      "application_name": self.holder.get("client"), "since": _time(self.holder.get("since")),
+                      "lease_until": _time(self.holder.get("lease_until"))}
         oldest = None
         if self.oldest_pending:
             o = self.oldest_pending
@@ -33,8 +38,10 @@ class QueueStatus:
                       "created_at": _time(o["created_at"]), "age_seconds": round(float(o["age_seconds"]), 1),
                       "attempts": o["attempts"], "run_after": _time(o["run_after"]), "last_error": o["last_error"]}
         counts = {s: self.counts.get(s, 0) for s in ("pending", "running", "done", "failed")}
-        return {"active_archiver": holder, "jobs": counts, "queue_depth": counts["pending"] + counts["running"],
-                "oldest_pending": oldest,
+        standbys = [{"worker": a["worker"], "role": a["role_name"], "last_seen": _time(a["last_seen"])}
+                    for a in self.standbys]
+        return {"active_archiver": holder, "standbys": standbys, "jobs": counts,
+                "queue_depth": counts["pending"] + counts["running"], "oldest_pending": oldest,
                 "failed": [{"job_id": f["job_id"], "snapshot_id": f["snapshot_id"], "session_id": f["session_id"],
                             "attempts": f["attempts"], "last_error": f["last_error"],
                             "finished_at": _time(f["finished_at"])} for f in self.failed]}
@@ -42,9 +49,10 @@ class QueueStatus:
     def lines(self) -> list[str]:
         doc = self.to_json()
         jobs = doc["jobs"]
-        out = [f"active archiver: {describe_holder(self.holder)}",
-               (f"queue: {doc['queue_depth']} waiting ({jobs['pending']} pending, {jobs['running']} running), "
-                f"{jobs['done']} done, {jobs['failed']} failed")]
+        out = [f"active archiver: {describe_holder(self.holder)}"]
+        out += [f"standby: {s['worker']} (role {s['role']}), last asked {s['last_seen']}" for s in doc["standbys"]]
+        out.append(f"queue: {doc['queue_depth']} waiting ({jobs['pending']} pending, {jobs['running']} running), "
+                   f"{jobs['done']} done, {jobs['failed']} failed")
         if oldest := doc["oldest_pending"]:
             error = f", last error: {oldest['last_error']}" if oldest["last_error"] else ""
             out.append(f"oldest waiting: job {oldest['job_id']} (snapshot {oldest['snapshot_id']}, "
@@ -61,8 +69,10 @@ class QueueStatus:
 def status(db: Database) -> QueueStatus:
     with db.transaction() as conn:
         store = ArchiveStore(conn)
-        return QueueStatus(holder=store.lock_holder(), counts=store.status_counts(),
-                           oldest_pending=store.oldest_pending(), failed=store.failed_jobs())
+        archivers = store.archivers()
+        leader = next((a for a in archivers if a["leader"] and a["alive"]), None)
+        return QueueStatus(holder=leader, counts=store.status_counts(), oldest_pending=store.oldest_pending(),
+                           failed=store.failed_jobs(), archivers=archivers)
 
 
 def retry(db: Database, *, job_id: int | None) -> list[int]:
@@ -77,7 +87,7 @@ def retry(db: Database, *, job_id: int | None) -> list[int]:
                 raise Invalid(f"export job {job_id} is {job['status']}; only failed or pending jobs can be retried")
         requeued = store.requeue(job_id)
         if requeued:
-            store.notify(json.dumps({"job_id": requeued[0], "retry": len(requeued)}))
+            store.notify("")  # the export channel carries nothing (migration 0014)
     return requeued
 
 

@@ -33,11 +33,24 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     create.add_argument("--archiver", action="store_true",
                         help="for `mcp-memory archive`: reads its projects (all without --project), "
                         "updates export_jobs")
+    create.add_argument("--connection-limit", type=int, metavar="N",
+                        help="most connections the role may hold at once (default 20)")
+    create.add_argument("--statement-timeout", metavar="DURATION",
+                        help="the role's statement_timeout, e.g. 30s or 10min (default 10min)")
+    create.add_argument("--idle-timeout", metavar="DURATION",
+                        help="the role's idle_in_transaction_session_timeout (default 60s)")
+    create.add_argument("--lock-timeout", metavar="DURATION", help="the role's lock_timeout (default 60s)")
     create.add_argument("--json", action="store_true", help='print {"name", "role", "token", "dsn"}')
     listing = actions.add_parser("list", help="tokens with their projects and open connections")
     listing.add_argument("--json", action="store_true", help="print one JSON document")
     revoke = actions.add_parser("revoke", help="drop the role; its open connections end")
     revoke.add_argument("name")
+    gateway = actions.add_parser(
+        "gateway", help="create the login serve-http uses: it can SET ROLE to token roles, reads nothing itself",
+        description="Example: mcp-memory token gateway --name rest-gw\n"
+        "  then: mcp-memory --dsn '<printed dsn>' serve-http --host 0.0.0.0", formatter_class=raw)
+    gateway.add_argument("--name", required=True, help="login name (a-z, 0-9, _ and -)")
+    gateway.add_argument("--json", action="store_true", help='print {"name", "role", "password", "dsn"}')
 
     login = sub.add_parser(
         "login", help="store this host's token (OS keyring, else a 0600 file) and the central DSN",
@@ -57,6 +70,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     http.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1; another one "
                       "needs at least one token)")
     http.add_argument("--port", type=int, default=8765)
+    http.add_argument("--as-owner", action="store_true",
+                      help="run with the database owner's login (refused otherwise: use a gateway login, "
+                      "`mcp-memory token gateway`)")
 
 
 def handlers() -> dict[str, Callable[..., int]]:
@@ -71,6 +87,8 @@ def token(settings: Settings, args: argparse.Namespace) -> int:
     try:
         if args.token_action == "create":
             return _create(db, args)
+        if args.token_action == "gateway":
+            return _gateway(db, args)
         if args.token_action == "list":
             rows = tokens.list_(db)
             if args.json:
@@ -94,8 +112,10 @@ def token(settings: Settings, args: argparse.Namespace) -> int:
 def _create(db: Database, args: argparse.Namespace) -> int:
     from ..security import tokens
 
+    limits = tokens.check_limits(connections=args.connection_limit, statement_timeout=args.statement_timeout,
+                                 idle_timeout=args.idle_timeout, lock_timeout=args.lock_timeout)
     created = tokens.create(db, name=args.name, projects=args.project, read_only=args.read_only,
-                            archiver=args.archiver)
+                            archiver=args.archiver, limits=limits)
     if args.json:
         print_json({"name": created.name, "role": created.role, "token": created.token, "dsn": created.dsn})
         return 0
@@ -103,6 +123,20 @@ def _create(db: Database, args: argparse.Namespace) -> int:
     print(f"token for role {created.role} ({mode}; projects: {', '.join(created.projects)}) — shown once:\n")
     print(f"  {created.token}\n")
     print(f"on the host:  mcp-memory login --dsn '{created.dsn}'   (then paste the token)")
+    return 0
+
+
+def _gateway(db: Database, args: argparse.Namespace) -> int:
+    from ..security import tokens
+
+    created = tokens.create_gateway(db, name=args.name)
+    if args.json:
+        print_json({"name": created.name, "role": created.role, "password": created.password, "dsn": created.dsn})
+        return 0
+    print(f"gateway login {created.role} (can act as any token role; reads and writes nothing itself) — "
+          "password shown once:\n")
+    print(f"  {created.password}\n")
+    print(f"serve REST with:  mcp-memory --dsn '{created.dsn}' serve-http")
     return 0
 
 
@@ -134,5 +168,5 @@ def login(settings: Settings, args: argparse.Namespace) -> int:
 def serve_http(settings: Settings, args: argparse.Namespace) -> int:
     from ..http.server import serve
 
-    serve(settings, host=args.host, port=args.port)
+    serve(settings, host=args.host, port=args.port, as_owner=args.as_owner)
     return 0

@@ -52,7 +52,7 @@ def _open_when_up(base: str, open_browser: bool) -> None:
 
 
 def run(settings: Settings, args: argparse.Namespace) -> int:
-    from ..http.server import serve
+    from ..http.server import is_loopback, serve
 
     shown = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
     base = f"http://{shown}:{args.port}" if ":" not in shown else f"http://[{shown}]:{args.port}"
@@ -61,5 +61,6 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         return 0
     print("sign in with a token: mcp-memory token create --name ui --project P --read-only", file=sys.stderr)
     threading.Thread(target=_open_when_up, args=(base, not args.no_browser), daemon=True).start()
-    serve(settings, host=args.host, port=args.port)
+    # the review pages on this machine may run as the local owner; on a network, as a gateway login
+    serve(settings, host=args.host, port=args.port, as_owner=is_loopback(args.host))
     return 0

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from ..errors import Invalid
 from ..operations import MAX_WAIT_SECONDS
 from ..results import Page
-from ..store.append_listener import AppendListener
+from ..store.append_listener import AppendListener, channel_key
 from ..store.db import Database
 
 
@@ -17,6 +17,7 @@ class AppendWaiter:
     """The process's append listener, started on the first wait (most processes never wait)."""
 
     def __init__(self, db: Database) -> None:
+        self.db = db
         self.listener = AppendListener(db)
 
     def close(self) -> None:
@@ -35,7 +36,7 @@ def read_or_wait(waiter: AppendWaiter, session_id: str, read: Callable[[], Page]
     if check_wait(wait_seconds) == 0 or first.messages:
         return first
     deadline = time.monotonic() + wait_seconds
-    with waiter.listener.waiting(session_id) as appended:
+    with waiter.listener.waiting(channel_key(waiter.db, session_id)) as appended:
         while True:
             page = read()  # LISTEN is on: whatever commits after this read wakes us
             remaining = deadline - time.monotonic()

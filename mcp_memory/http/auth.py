@@ -1,8 +1,8 @@
 """Bearer tokens → a core service that runs as the token's database role, on one shared pool.
 
-The bearer token is the one `token create` printed. It is verified against the SHA-256 digest that
-`access_tokens` holds for its role (a constant-time comparison; the role must still be allowed to
-log in), and a verified token is remembered for `recheck_seconds` (by its digest: nothing of the
+The bearer token is the one `token create` printed. Its SHA-256 digest is checked by the database
+against the one `access_tokens` holds for its role (mm_check_token: the role must still be allowed
+to log in; the server's own login, a gateway, reads no table), and a verified token is remembered for `recheck_seconds` (by its digest: nothing of the
 token is kept in clear), so that a revoked token stops working within that time.
 
 Every request of every token runs on ONE pool of the server's own connections (`[http] pool_max`):
@@ -14,8 +14,6 @@ connections: 200 tokens share the same few.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import threading
 import time
 from collections import OrderedDict
@@ -26,11 +24,10 @@ from ..config import Settings
 from ..core.service import Service
 from ..security import tokens
 from ..security.tokens import Unauthorized
-from ..store.roles import RoleDatabase, token_digest_of
+from ..store.roles import RoleDatabase, token_accepted
 
 ServiceFactory = Callable[[Settings], Service]
 REFUSED = "the token was not accepted (revoked, expired or mistyped)"
-_NO_DIGEST = hashlib.sha256(b"no such token").digest()
 
 
 def bearer(header: str | None) -> str:
@@ -78,8 +75,7 @@ class TokenRegistry:
         return self._service(role)
 
     def _verify(self, role: str, key: bytes) -> None:
-        stored = token_digest_of(self.shared.db, role)
-        if not hmac.compare_digest(key, stored if stored is not None else _NO_DIGEST) or stored is None:
+        if not token_accepted(self.shared.db, role, key):
             with self._lock:
                 self._verified.pop(key, None)
             raise Unauthorized(REFUSED)

@@ -58,12 +58,22 @@ def tokens_configured(db: Database) -> int:
         return SecurityStore(conn).token_count()
 
 
-def prepare(settings: Settings, host: str) -> tuple[Any, TokenRegistry]:
-    """The app and its registry; refuses a non-loopback bind while no token exists."""
+def login_is_owner(db: Database) -> bool:
+    with db.transaction() as conn:
+        return SecurityStore(conn).login_is_owner()
+
+
+def prepare(settings: Settings, host: str, *, as_owner: bool = True) -> tuple[Any, TokenRegistry]:
+    """The app and its registry; refuses a non-loopback bind while no token exists, and the owner's
+    login unless `as_owner` (the CLI asks for --as-owner; a gateway login is the rule)."""
     db = Database(settings, application_name="mcp-memory serve-http")
     try:
         db.ensure_schema()
         base_dsn = db.dsn()
+        if not as_owner and login_is_owner(db):
+            raise Invalid("serve-http refuses to run as the database owner (a host serving REST would hold full "
+                          "control of every project): create a gateway login with `mcp-memory token gateway "
+                          "--name <name>` and start serve-http with its DSN, or pass --as-owner")
         if not is_loopback(host) and tokens_configured(db) == 0:
             raise Invalid(f"refusing to listen on {host} without tokens: create one with `mcp-memory token create` "
                           "first (or bind 127.0.0.1)")
@@ -75,10 +85,10 @@ def prepare(settings: Settings, host: str) -> tuple[Any, TokenRegistry]:
     return create_app(registry, options), registry
 
 
-def serve(settings: Settings, *, host: str, port: int) -> None:
+def serve(settings: Settings, *, host: str, port: int, as_owner: bool = False) -> None:
     import uvicorn
 
-    app, registry = prepare(settings, host)
+    app, registry = prepare(settings, host, as_owner=as_owner)
     log.warning("mcp-memory REST on http://%s:%d (OpenAPI at /openapi.json, MCP at /mcp)", host, port)
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False)

@@ -18,9 +18,9 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from ..errors import Invalid, McpMemoryError, Unavailable
-from ..store.db import Database
-from ..store.security_store import GROUP_ARCHIVER, GROUP_RO, GROUP_RW, SecurityStore, TokenRow
+from ..errors import Invalid, Unauthorized, Unavailable
+from ..store.db import LOGIN_REFUSED, Database
+from ..store.security_store import GROUP_ARCHIVER, GROUP_RO, GROUP_RW, SecurityStore, TokenLimits, TokenRow
 
 PREFIX = "mmt"
 SECRET_CHARS = 43  # secrets.token_urlsafe(32)
@@ -28,16 +28,6 @@ ALL_PROJECTS = "*"
 _NAME = re.compile(r"^[a-z][a-z0-9_\-]{0,62}$")
 _TOKEN = re.compile(rf"^{PREFIX}\.([a-z][a-z0-9_\-]{{0,62}})\.([A-Za-z0-9_\-]{{{SECRET_CHARS}}})$")
 _RESERVED = ("pg_", "mcp_memory_", "postgres")
-# libpq's words for a refused login (no SQLSTATE reaches the client for these)
-_LOGIN_REFUSED = re.compile(r"authentication failed|role \".*\" does not exist|not permitted to log in|"
-                            r"no pg_hba\.conf entry|password is required|"
-                            r"terminating connection due to administrator command", re.IGNORECASE)
-
-
-class Unauthorized(McpMemoryError):
-    """No token, not a token, or one that PostgreSQL (or the stored digest) does not accept."""
-
-    code = "unauthorized"
 
 
 @dataclass(frozen=True)
@@ -72,6 +62,25 @@ def check_projects(projects: list[str] | None, *, archiver: bool) -> list[str]:
     return projects
 
 
+_DURATION = re.compile(r"^[1-9][0-9]{0,8}(ms|s|min|h)$")
+
+
+def check_limits(*, connections: int | None = None, statement_timeout: str | None = None,
+                 idle_timeout: str | None = None, lock_timeout: str | None = None) -> TokenLimits:
+    """The role limits of `token create` (defaults where not given), each checked."""
+    defaults = TokenLimits()
+    if connections is not None and (isinstance(connections, bool) or not 1 <= connections <= 10_000):
+        raise Invalid("--connection-limit must be a whole number from 1 to 10000")
+    for flag, value in (("--statement-timeout", statement_timeout), ("--idle-timeout", idle_timeout),
+                        ("--lock-timeout", lock_timeout)):
+        if value is not None and not _DURATION.match(value):
+            raise Invalid(f"{flag} must be a duration such as 500ms, 30s, 10min or 2h (got {value!r})")
+    return TokenLimits(connections=connections or defaults.connections,
+                       statement_timeout=statement_timeout or defaults.statement_timeout,
+                       idle_in_transaction_timeout=idle_timeout or defaults.idle_in_transaction_timeout,
+                       lock_timeout=lock_timeout or defaults.lock_timeout)
+
+
 def new_token(role: str) -> str:
     return f"{PREFIX}.{role}.{secrets.token_urlsafe(32)}"
 
@@ -90,20 +99,24 @@ def digest_matches(token: str, stored: bytes | None) -> bool:
     return stored is not None and hmac.compare_digest(token_digest(token), bytes(stored))
 
 
-def role_dsn(dsn: str, role: str) -> str:
-    """The DSN that connects as `role`, without any password (the token is the password)."""
+def role_dsn(dsn: str, role: str, *, password: str | None = None) -> str:
+    """The DSN that connects as `role`: without any password (a token is the password), or with
+    the given one."""
     if dsn.startswith(("postgresql://", "postgres://")):
         parts = urlsplit(dsn)
         host = parts.netloc.rpartition("@")[2]
         query = urlencode([(k, v) for k, v in parse_qsl(parts.query) if k not in ("password", "user")])
-        return urlunsplit((parts.scheme, f"{quote(role, safe='')}@{host}", parts.path, query, ""))
+        user = quote(role, safe="") + (f":{quote(password, safe='')}" if password else "")
+        return urlunsplit((parts.scheme, f"{user}@{host}", parts.path, query, ""))
     params = {k: v for k, v in conninfo_to_dict(dsn).items() if k != "password"}
     params["user"] = role
+    if password:
+        params["password"] = password
     return make_conninfo("", **params)
 
 
 def create(db: Database, *, name: str, projects: list[str] | None, read_only: bool = False,
-           archiver: bool = False) -> CreatedToken:
+           archiver: bool = False, limits: TokenLimits | None = None) -> CreatedToken:
     """Create the role and its scope in one transaction (needs the owner DSN: CREATEROLE)."""
     role = check_name(name)
     scope = check_projects(projects, archiver=archiver)
@@ -112,9 +125,28 @@ def create(db: Database, *, name: str, projects: list[str] | None, read_only: bo
     token = new_token(role)
     with db.transaction() as conn:
         SecurityStore(conn).create_role(role, token=token, groups=groups, read_only=read_only, archiver=archiver,
-                                        projects=scope, token_sha256=token_digest(token))
+                                        projects=scope, token_sha256=token_digest(token), limits=limits)
     return CreatedToken(name=name, role=role, token=token, dsn=role_dsn(db.dsn(), role), projects=scope,
                         read_only=read_only, archiver=archiver)
+
+
+@dataclass(frozen=True)
+class CreatedGateway:
+    name: str
+    role: str
+    password: str
+    dsn: str  # with the password: what `serve-http` is started with
+
+
+def create_gateway(db: Database, *, name: str) -> CreatedGateway:
+    """The login of `serve-http` (README, gateway): it can SET ROLE to token roles and reads and
+    writes nothing by itself."""
+    role = check_name(name)
+    password = secrets.token_urlsafe(32)
+    with db.transaction() as conn:
+        SecurityStore(conn).create_gateway(role, password=password)
+    return CreatedGateway(name=name, role=role, password=password,
+                          dsn=role_dsn(db.dsn(), role, password=password))
 
 
 def verify(db: Database, token: str) -> TokenRow:
@@ -124,7 +156,7 @@ def verify(db: Database, token: str) -> TokenRow:
         with db.connect(autocommit=True) as conn:
             mine = SecurityStore(conn).my_token()
     except Unavailable as exc:
-        if _LOGIN_REFUSED.search(str(exc.__cause__ or exc)):
+        if LOGIN_REFUSED.search(str(exc.__cause__ or exc)):
             raise Unauthorized("the token was not accepted (revoked, expired or mistyped)") from exc
         raise
     if mine is None or not digest_matches(token, mine.token_sha256):

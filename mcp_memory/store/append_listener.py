@@ -4,7 +4,6 @@ waiters of that session."""
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 from collections.abc import Iterator
@@ -14,15 +13,17 @@ import psycopg
 
 from ..errors import McpMemoryError
 from .db import Database
-from .sql import q
+from .sql import q, scalar
 
 log = logging.getLogger(__name__)
 POLL_SECONDS = 0.5  # how often the thread looks up from the socket to see whether it must stop
 
 
-def channel_key(session_id: str) -> str:
-    """What the trigger sends for a session: the hex SHA-256 of its id."""
-    return hashlib.sha256(session_id.encode()).hexdigest()
+def channel_key(db: Database, session_id: str) -> str:
+    """What the trigger sends for a session: a keyed SHA-256 of its id that only the database can
+    compute, and only for a caller that reads the session (migration 0014)."""
+    with db.transaction() as conn:
+        return str(scalar(conn, q("messages_channel_key"), {"session_id": session_id}, what="channel key"))
 
 
 class AppendListener:
@@ -35,12 +36,11 @@ class AppendListener:
         self._stop = threading.Event()
 
     @contextmanager
-    def waiting(self, session_id: str) -> Iterator[threading.Event]:
-        """An event set on each append to the session (or when the listener lost its connection:
-        the reader then reads again). LISTEN is active when this returns, so an append committed
-        after the caller's next read is never missed."""
+    def waiting(self, key: str) -> Iterator[threading.Event]:
+        """An event set on each append to the session of `key` (channel_key; or when the listener
+        lost its connection: the reader then reads again). LISTEN is active when this returns, so
+        an append committed after the caller's next read is never missed."""
         event = threading.Event()
-        key = channel_key(session_id)
         with self._lock:
             self._ensure_listening()
             self._waiters.setdefault(key, set()).add(event)

@@ -19,7 +19,7 @@ from .sql import Statements, q, scalar
 
 log = logging.getLogger(__name__)
 
-LOCK_KEY = 0x6D6D6172  # "mmar": the archiver's single-writer advisory lock (migrations use "mcmm")
+LEADER_LEASE_SECONDS = 600.0  # a leader whose backend lives but renews nothing for this long is replaced
 CHANNEL = "mcp_memory_export"
 
 
@@ -101,8 +101,12 @@ class ArchiveStore(Statements):
         self.conn.execute(q("archive_notify"), {"payload": payload})
 
     # status -----------------------------------------------------------------------------------
+    def archivers(self) -> list[dict[str, Any]]:
+        """The leader (if any) first, then the standbys seen in the last day."""
+        return self._all("archive_nodes")
+
     def lock_holder(self) -> dict[str, Any] | None:
-        return self._one("archive_lock_holder", {"key": LOCK_KEY})
+        return next((row for row in self.archivers() if row["leader"] and row["alive"]), None)
 
     def status_counts(self) -> dict[str, int]:
         return {row["status"]: row["jobs"] for row in self._all("archive_status_counts")}
@@ -187,17 +191,28 @@ class ArchiveStore(Statements):
 
 
 class LeaderLock:
-    """The single-writer lock on its own direct connection. Losing the connection loses the lock, so
-    `held()` pings it before every job: an archiver that lost it stops writing and becomes a standby.
+    """The single writer's lease (migration 0014) on its own direct connection: the lease names this
+    connection's backend, so losing the connection loses the lease (the standby sees the backend gone
+    and takes over). `held()` renews it before every job: an archiver that lost it stops writing and
+    becomes a standby.
 
     The queue is worked on this same connection (`store()`): the database functions behind it refuse
-    any connection that does not hold the lock, so a standby cannot claim or finish a job even by
-    mistake. A standby keeps its connection between tries (`owned` stays False until it wins)."""
+    any connection that does not hold the lease, so a standby cannot claim or finish a job even by
+    mistake. A standby keeps its connection between tries (`owned` stays False until it wins), and
+    each try records it, so `archive status` lists it."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, worker: str, *, lease: float = LEADER_LEASE_SECONDS) -> None:
         self.db = db
+        self.worker = worker
+        self.lease = lease
         self.conn: psycopg.Connection | None = None
         self.owned = False
+
+    def _ask(self) -> bool:
+        assert self.conn is not None
+        with translate_errors():
+            return bool(scalar(self.conn, q("archive_try_lock"), {"worker": self.worker, "lease": self.lease},
+                               what="archive_try_lock"))
 
     def try_acquire(self) -> bool:
         try:
@@ -205,24 +220,25 @@ class LeaderLock:
                 self.owned = False
                 self.conn = self.db.connect(autocommit=True, keepalives=1, keepalives_idle=5,
                                             keepalives_interval=2, keepalives_count=3)
-            with translate_errors():
-                got = scalar(self.conn, q("archive_try_lock"), {"key": LOCK_KEY}, what="archive_try_lock")
+            got = self._ask()
         except (McpMemoryError, psycopg.Error) as exc:
             log.warning("archiver lock: %s", exc)
             self.release()
             return False
-        self.owned = bool(got)
+        self.owned = got
         return self.owned
 
     def held(self) -> bool:
+        """True while this connection still holds the lease (renewed by asking)."""
         if not self.owned or self.conn is None or self.conn.closed:
             return False
         try:
-            self.conn.execute(q("archive_ping"))
-            return True
-        except psycopg.Error:
-            self.release()
-            return False
+            if self._ask():
+                return True
+        except (McpMemoryError, psycopg.Error):
+            pass
+        self.release()
+        return False
 
     def store(self) -> ArchiveStore:
         """The queue statements, on the lock's own connection (autocommit: each is one statement)."""
@@ -231,11 +247,13 @@ class LeaderLock:
         return ArchiveStore(self.conn)
 
     def release(self) -> None:
-        self.owned = False
+        owned, self.owned = self.owned, False
         conn, self.conn = self.conn, None
         if conn is not None and not conn.closed:
             try:
-                conn.close()  # closing the session releases the advisory lock
+                if owned:
+                    conn.execute(q("archive_unlock"))  # a clean stop: the standby need not wait
+                conn.close()
             except psycopg.Error:
                 pass
 

@@ -4,6 +4,7 @@ migrate when needed, and translate driver errors into the package's error hierar
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 import weakref
@@ -16,7 +17,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..config import Settings
 from ..credentials import mask_dsn, with_password
-from ..errors import Conflict, Forbidden, Invalid, McpMemoryError, NotFound, Unavailable
+from ..errors import Conflict, Forbidden, Invalid, McpMemoryError, NotFound, Unauthorized, Unavailable
 from . import embedded, migrate
 from .deadline import WATCHDOG, Armed
 
@@ -148,12 +149,27 @@ class Database:
                 yield conn
         except Unavailable as exc:
             self.reset()
+            if isinstance(exc.__cause__, PoolTimeout):
+                self._explain_no_connection(exc)
             if armed is not None and armed.fired:
                 raise Unavailable(f"database unreachable, retry later (no answer within {armed.seconds:g} s: "
                                   "database.call_timeout)") from exc
             raise
         finally:
             WATCHDOG.disarm(armed)
+
+    def _explain_no_connection(self, exc: Unavailable) -> None:
+        """The pool gives up without saying why; one direct login tells a refused credential (a
+        revoked token: `[forbidden]`, no retry helps) from an unreachable server."""
+        try:
+            with psycopg.connect(self.dsn(), connect_timeout=max(1, int(self.settings.connect_timeout))):
+                pass
+        except psycopg.OperationalError as probe:
+            mapped = _translate(probe)
+            if isinstance(mapped, Unauthorized):
+                raise mapped from exc
+        except (psycopg.Error, McpMemoryError):
+            pass
 
     def close(self) -> None:
         for finish in self._before_close:
@@ -208,6 +224,12 @@ def translate_errors() -> Iterator[None]:
         raise mapped from exc
 
 
+# libpq's words for a refused login (no SQLSTATE reaches the client for these)
+LOGIN_REFUSED = re.compile(r"authentication failed|role \".*\" does not exist|not permitted to log in|"
+                           r"no pg_hba\.conf entry|password is required|"
+                           r"terminating connection due to administrator command", re.IGNORECASE)
+
+
 def _translate(exc: psycopg.Error) -> McpMemoryError | None:
     message = exc.diag.message_primary or (str(exc).strip().splitlines() or [type(exc).__name__])[0]
     if exc.sqlstate in FUNCTION_ERRORS:  # raised by the write functions (migration 0007)
@@ -224,6 +246,10 @@ def _translate(exc: psycopg.Error) -> McpMemoryError | None:
     if isinstance(exc, psycopg.errors.LockNotAvailable):
         return Unavailable(f"database busy, retry later (a lock was not granted in time: {message}; "
                            "database.lock_timeout)")
+    if isinstance(exc, psycopg.OperationalError) and LOGIN_REFUSED.search(str(exc)) \
+            and "administrator command" not in str(exc):
+        return Unauthorized("the database refused this login: the token was revoked, has expired or is unknown "
+                            "(ask for a new one: mcp-memory token create / token rotate; then mcp-memory login)")
     if isinstance(exc, psycopg.OperationalError):
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return Unavailable(f"database unreachable, retry later ({mask_dsn(reason)})")

@@ -71,8 +71,9 @@ class RoleDatabase(Database):
             finish()  # the indexer; the pool belongs to the shared database
 
 
-def token_digest_of(db: Database, role: str) -> bytes | None:
-    """The stored SHA-256 of `role`'s token, when the role exists and may still log in."""
+def token_accepted(db: Database, role: str, digest: bytes) -> bool:
+    """True when `digest` is the SHA-256 of `role`'s token and the role may still log in. Asked of
+    the database (mm_check_token), so the server's login needs to read no table."""
     with db.transaction() as conn:
-        row = conn.execute(q("security_token_digest"), {"role": role}).fetchone()
-    return bytes(row[0]) if row and row[0] is not None else None
+        row = conn.execute(q("security_check_token"), {"role": role, "digest": digest}).fetchone()
+    return bool(row and row[0])

@@ -22,6 +22,18 @@ from .sql import first_row, q
 GROUP_RW = "mcp_memory_rw"
 GROUP_RO = "mcp_memory_ro"
 GROUP_ARCHIVER = "mcp_memory_archiver"
+GROUP_GATEWAY = "mcp_memory_gateway"  # logins of serve-http: SET ROLE to token roles, nothing else
+
+
+@dataclass(frozen=True)
+class TokenLimits:
+    """What one token role may hold (README, token limits): its connections, and the server-side
+    timeouts its sessions start with. The connection limit is the one a token cannot lift itself."""
+
+    connections: int = 20
+    statement_timeout: str = "10min"
+    idle_in_transaction_timeout: str = "60s"
+    lock_timeout: str = "60s"
 
 
 @dataclass(frozen=True)
@@ -47,7 +59,7 @@ class SecurityStore:
 
     def create_role(
         self, role: str, *, token: str, groups: Sequence[str], read_only: bool, archiver: bool,
-        projects: Sequence[str], token_sha256: bytes,
+        projects: Sequence[str], token_sha256: bytes, limits: TokenLimits | None = None,
     ) -> str:
         """Create the LOGIN role with its groups and scope rows; return the schema it must reach."""
         if not self._value("security_groups_present"):
@@ -66,6 +78,9 @@ class SecurityStore:
             raise Forbidden(f"creating a token needs CREATEROLE and admin rights on the group roles "
                             f"(run it with the owner DSN): {exc.diag.message_primary}") from exc
         self._let_owner_act_as(role)
+        self.set_limits(role, limits or TokenLimits())
+        if self._value("security_gateway_present"):
+            self._grant_membership(role, GROUP_GATEWAY)
         schema = str(self._value("security_schema") or "public")
         if schema != "public":
             self.conn.execute(sql.SQL("ALTER ROLE {role} IN DATABASE {db} SET search_path = {schema}").format(
@@ -83,8 +98,54 @@ class SecurityStore:
         creator only ADMIN), without inheriting anything."""
         if self._value("security_is_superuser"):
             return
-        options = "WITH INHERIT FALSE, SET TRUE" if self.conn.info.server_version >= 160000 else ""
-        self.conn.execute(sql.SQL("GRANT {role} TO CURRENT_USER " + options).format(role=sql.Identifier(role)))
+        self._grant_membership(role, None)
+
+    def _grant_membership(self, role: str, member: str | None, *, inherit: bool = False) -> None:
+        """`member` (CURRENT_USER when None) may SET ROLE to `role`, and inherits nothing of it
+        unless `inherit` (before PostgreSQL 16, the member's own INHERIT attribute decides)."""
+        options = (f"WITH INHERIT {'TRUE' if inherit else 'FALSE'}, SET TRUE"
+                   if self.conn.info.server_version >= 160000 else "")
+        grantee = sql.Identifier(member) if member else sql.SQL("CURRENT_USER")
+        self.conn.execute(sql.SQL("GRANT {role} TO {grantee} " + options).format(role=sql.Identifier(role),
+                                                                                  grantee=grantee))
+
+    def set_limits(self, role: str, limits: TokenLimits) -> None:
+        self.conn.execute(sql.SQL("ALTER ROLE {role} CONNECTION LIMIT {n}").format(
+            role=sql.Identifier(role), n=sql.Literal(int(limits.connections))))
+        for setting, value in (("statement_timeout", limits.statement_timeout),
+                               ("idle_in_transaction_session_timeout", limits.idle_in_transaction_timeout),
+                               ("lock_timeout", limits.lock_timeout)):
+            self.conn.execute(sql.SQL("ALTER ROLE {role} SET {setting} = {value}").format(
+                role=sql.Identifier(role), setting=sql.Identifier(setting), value=sql.Literal(value)))
+
+    def create_gateway(self, role: str, *, password: str) -> str:
+        """A LOGIN in the gateway group, through which it may SET ROLE to every token role; as itself
+        it may only call the token check and read the schema version. Returns the schema."""
+        if not self._value("security_gateway_present"):
+            raise Unavailable("the group role mcp_memory_gateway of migration 0014 is missing: run "
+                              "`mcp-memory db migrate` as a role with CREATEROLE (the schema owner)")
+        if self._value("security_role_exists", {"role": role}):
+            raise Conflict(f"a database role named {role} already exists; choose another --name")
+        verifier = self.conn.pgconn.encrypt_password(password.encode(), role.encode(), b"scram-sha-256").decode()
+        try:
+            # the login inherits the group's few function rights; the group (NOINHERIT) passes on
+            # nothing of the token roles it may become
+            self.conn.execute(sql.SQL("CREATE ROLE {role} LOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE "
+                                      "NOREPLICATION PASSWORD {password}").format(
+                role=sql.Identifier(role), password=sql.Literal(verifier)))
+            self._grant_membership(GROUP_GATEWAY, role, inherit=True)
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise Forbidden(f"creating a gateway needs CREATEROLE and admin rights on mcp_memory_gateway "
+                            f"(run it with the owner DSN): {exc.diag.message_primary}") from exc
+        schema = str(self._value("security_schema") or "public")
+        if schema != "public":
+            self.conn.execute(sql.SQL("ALTER ROLE {role} IN DATABASE {db} SET search_path = {schema}").format(
+                role=sql.Identifier(role), db=sql.Identifier(self.conn.info.dbname),
+                schema=sql.Identifier(schema)))
+        return schema
+
+    def login_is_owner(self) -> bool:
+        return bool(self._value("security_login_is_owner"))
 
     def list_tokens(self) -> list[TokenRow]:
         with self.conn.cursor(row_factory=dict_row) as cur:

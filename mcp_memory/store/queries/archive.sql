@@ -2,15 +2,13 @@
 -- status, verify and restore.
 
 -- name: archive_try_lock
--- Session-level advisory lock held by the active archiver on a direct connection (README, design
--- note 5). It goes away with the connection, so a dead archiver frees it for the standby.
-SELECT pg_try_advisory_lock(%(key)s::bigint);
+-- The single writer's lease (migration 0014), held by this direct connection's backend: taken when
+-- free or when its holder's backend is gone, renewed by the holder. Only the owner's functions
+-- write it, so no token can take it.
+SELECT mm_archive_acquire(%(worker)s, %(lease)s::float8);
 
 -- name: archive_unlock
-SELECT pg_advisory_unlock(%(key)s::bigint);
-
--- name: archive_ping
-SELECT 1;
+SELECT mm_archive_release();
 
 -- name: archive_now
 SELECT now();
@@ -21,14 +19,9 @@ LISTEN mcp_memory_export;
 -- name: archive_notify
 SELECT pg_notify('mcp_memory_export', %(payload)s);
 
--- name: archive_lock_holder
--- The backend holding the archiver lock in this database (a bigint key below 2^32 is classid 0,
--- objid = key, objsubid 1 in pg_locks).
-SELECT l.pid, a.application_name, host(a.client_addr) AS client_addr, a.backend_start
-FROM pg_locks l
-LEFT JOIN pg_stat_activity a ON a.pid = l.pid
-WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 0 AND l.objid = %(key)s AND l.objsubid = 1
-  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database());
+-- name: archive_nodes
+-- The archivers that asked for the lease in the last day: the leader first, then the standbys.
+SELECT worker, role_name, pid, client, last_seen, leader, alive, since, lease_until FROM mm_archive_nodes();
 
 -- name: archive_claim_jobs
 -- Due pending jobs, and running jobs whose lease ran out (their archiver died), in snapshot order so

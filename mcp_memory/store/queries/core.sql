@@ -84,5 +84,9 @@ SELECT * FROM mm_update_session_meta(%(session_id)s, %(set)s, %(remove)s::text[]
 SELECT * FROM mm_fork(%(snapshot_id)s, %(session_id)s, %(agent_source)s, %(title)s, %(meta)s);
 
 -- name: messages_listen
--- Woken by migration 0011's trigger when any session's last_seq moves (payload: sha256 of its id).
+-- Woken by the trigger of migrations 0011/0014 when any session's last_seq moves (payload: the
+-- session's channel key, messages_channel_key).
 LISTEN mcp_memory_append;
+
+-- name: messages_channel_key
+SELECT mm_append_channel_key(%(session_id)s);

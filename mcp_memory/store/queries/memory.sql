@@ -52,7 +52,8 @@ WHERE session_id = %(session_id)s AND key = %(key)s
 ORDER BY revision;
 
 -- name: agent_list
-SELECT name, description, created_at FROM agents ORDER BY name;
+-- The agents of the sessions the caller reads (every agent for the owner; migration 0014).
+SELECT name, description, created_at FROM mm_agents();
 
 -- name: agent_describe
 INSERT INTO agents (name, description) VALUES (%(name)s, %(description)s)

@@ -60,9 +60,11 @@ WHERE (%(required)s::tsquery IS NULL OR ms.tsv @@ %(required)s::tsquery)
         WHERE g.sid = ms.session_id AND ms.seq > g.lo AND ms.seq <= g.hi));
 
 -- name: search_index_lock
--- One indexer per session at a time (two would index the same messages twice). A transaction-level
--- advisory lock, so that an append to the session never waits for an indexing pass.
-SELECT pg_advisory_xact_lock(1836084589, hashtext(%(session_id)s));
+-- One indexer per session at a time (two would index the same messages twice): the session's row
+-- of search_claims, locked until the transaction ends (migration 0014). Not the session row, so
+-- that an append to the session never waits for an indexing pass; not an advisory lock, which any
+-- token could take first.
+SELECT mm_index_claim(%(session_id)s);
 
 -- name: search_watermark
 -- What is indexed of the session, and what is stored: a session without a progress row (restored

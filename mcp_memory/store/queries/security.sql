@@ -48,12 +48,21 @@ FROM access_tokens WHERE role_name = current_user;
 SELECT current_user::text, session_user::text;
 
 -- name: security_token_count
-SELECT count(*) FROM access_tokens;
+SELECT mm_token_count();
 
--- name: security_token_digest
--- REST verifies a bearer token against this (as the server's own login), then runs as the role.
-SELECT t.token_sha256 FROM access_tokens t JOIN pg_roles r ON r.rolname = t.role_name
-WHERE t.role_name = %(role)s AND r.rolcanlogin AND (r.rolvaliduntil IS NULL OR r.rolvaliduntil > now());
+-- name: security_check_token
+-- REST verifies a bearer token with this (as the server's own login, a gateway that reads no
+-- table; migration 0014), then runs as the role.
+SELECT mm_check_token(%(role)s, %(digest)s);
+
+-- name: security_login_is_owner
+-- The connected login is a superuser or a member of the role that owns the tables.
+SELECT coalesce((SELECT rolsuper FROM pg_roles WHERE rolname = current_user), false)
+    OR coalesce(pg_has_role(current_user, (SELECT relowner FROM pg_class WHERE oid = to_regclass('sessions')),
+                            'MEMBER'), false);
+
+-- name: security_gateway_present
+SELECT to_regrole('mcp_memory_gateway') IS NOT NULL;
 
 -- name: security_is_superuser
 SELECT current_setting('is_superuser') = 'on';
