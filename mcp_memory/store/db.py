@@ -149,7 +149,7 @@ class Database:
                 yield conn
         except Unavailable as exc:
             self.reset()
-            if isinstance(exc.__cause__, PoolTimeout):
+            if isinstance(exc.__cause__, PoolTimeout | psycopg.OperationalError):
                 self._explain_no_connection(exc)
             if armed is not None and armed.fired:
                 raise Unavailable(f"database unreachable, retry later (no answer within {armed.seconds:g} s: "
@@ -159,8 +159,9 @@ class Database:
             WATCHDOG.disarm(armed)
 
     def _explain_no_connection(self, exc: Unavailable) -> None:
-        """The pool gives up without saying why; one direct login tells a refused credential (a
-        revoked token: `[forbidden]`, no retry helps) from an unreachable server."""
+        """The pool gives up without saying why, and a revoked token's connections are ended like a
+        server restart's: one direct login tells a refused credential (`[forbidden]`, no retry
+        helps) from an unreachable server."""
         try:
             with psycopg.connect(self.dsn(), connect_timeout=max(1, int(self.settings.connect_timeout))):
                 pass

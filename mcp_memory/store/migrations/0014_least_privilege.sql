@@ -138,6 +138,11 @@ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
 $$;
 RESET check_function_bodies;
 
+CREATE OR REPLACE FUNCTION mm_payload_hash(payload jsonb) RETURNS bytea
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+    SELECT pg_catalog.sha256(pg_catalog.convert_to(mm_canonical_json(payload), 'UTF8'::name))
+$$;
+
 -- Context: a revision is max + 1; two writers of the same key meet on its unique key and the loser
 -- tries again (no lock a token could take first).
 CREATE OR REPLACE FUNCTION mm_set_context(p_session_id text, p_key text, p_value jsonb)

@@ -1,0 +1,277 @@
+"""A raw-SQL attacker holding one token, against what the database lends beyond its projects
+(migration 0014, README design note 7): shadowed built-ins, advisory locks, connection caps,
+values the write functions store, cross-project metadata, the gateway login of serve-http, and
+what a revoked token is told. Each attack runs as the token would run it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+from test_security_support import connect_as, token_service
+from test_write_api import b_still_works, refused, world  # noqa: F401 (world is a fixture)
+
+from mcp_memory.archive import layout
+from mcp_memory.cli import main
+from mcp_memory.core.messages import payload_digest
+from mcp_memory.core.service import Service
+from mcp_memory.errors import Forbidden, Invalid
+from mcp_memory.http.server import prepare
+from mcp_memory.security import tokens
+from mcp_memory.store import migrate
+
+pytest_plugins = ["test_security_support"]
+
+# Built-ins the owner's functions call, each shadowed with the inexact argument types a call could
+# have matched before 0014, plus some with the built-in's own types. Each shadow, if ever resolved,
+# tries to widen the caller's scope and then fails loudly.
+SHADOWS = [
+    ("hashtextextended", "text, integer", "bigint"),
+    ("format", "text, text, integer", "text"),
+    ("format", "text, integer", "text"),
+    ("to_jsonb", "text", "jsonb"),
+    ("pg_has_role", "text, oid, text", "boolean"),
+    ("json_build_object", "text, bigint, text, bigint", "json"),
+    ("cardinality", "text[]", "integer"),
+    ("jsonb_typeof", "jsonb", "text"),
+    ("now", "", "timestamptz"),
+    ("sha256", "bytea", "bytea"),
+    ("convert_to", "text, text", "bytea"),
+    ("encode", "bytea, text", "text"),
+    ("left", "text, bigint", "text"),
+    ("octet_length", "text", "integer"),
+    ("length", "text", "integer"),
+    ("strpos", "text, text", "integer"),
+    ("current_setting", "text", "text"),
+    ("pg_notify", "text, text", "void"),
+    ("max", "integer", "integer"),
+]
+
+
+def shadow_sql(name: str, args: str, returns: str) -> str:
+    if name == "max":  # an aggregate: shadowed by one whose final function raises
+        return ("CREATE FUNCTION public.mm_evil_max(integer, integer) RETURNS integer LANGUAGE plpgsql AS $$ BEGIN "
+                "INSERT INTO access_token_projects VALUES (current_user, '*'); RAISE EXCEPTION 'shadowed max'; END $$;"
+                "CREATE AGGREGATE public.max(integer) (SFUNC = public.mm_evil_max, STYPE = integer)")
+    return (f"CREATE FUNCTION public.{name}({args}) RETURNS {returns} LANGUAGE plpgsql AS $$ BEGIN "
+            f"INSERT INTO access_token_projects VALUES (current_user, '*'); "
+            f"RAISE EXCEPTION 'shadowed {name}({args}) ran as %', current_user; END $$")
+
+
+def api_calls(conn: psycopg.Connection, session: str) -> None:
+    """Every write a host token makes, as raw SQL through the functions."""
+    conn.execute("SELECT mm_create_session('ses_00000000-0000-4000-8000-0000000000f1', 'A', 'agent-x', 'title', '{\"k\": 1}')")
+    conn.execute("SELECT * FROM mm_append('ses_00000000-0000-4000-8000-0000000000f1', ARRAY['s1', 's2'], ARRAY['user', 'assistant'], "
+                 "ARRAY['{\"role\": \"user\", \"content\": \"one\", \"n\": 1.50}', "
+                 "'{\"role\": \"assistant\", \"content\": \"two\"}'], NULL, ARRAY[now(), now()])")
+    conn.execute("SELECT * FROM mm_set_context('ses_00000000-0000-4000-8000-0000000000f1', 'key', '{\"v\": 1}')")
+    conn.execute("SELECT * FROM mm_set_context('ses_00000000-0000-4000-8000-0000000000f1', 'key', '{\"v\": 2}')")
+    conn.execute("SELECT mm_snapshot('ses_00000000-0000-4000-8000-0000000000f1', 'snap', '{}')")
+    conn.execute("SELECT mm_record_decision('ses_00000000-0000-4000-8000-0000000000f1', 'dec_00000000000000000000000000000099', 1, 'db', "
+                 "'use it', 'accepted', NULL, '[]', NULL, '{}', 'team', '')")
+    conn.execute("SELECT mm_index_claim('ses_00000000-0000-4000-8000-0000000000f1')")
+    conn.execute("SELECT mm_append_channel_key(%s)", (session,))
+    conn.execute("SELECT mm_update_session_meta('ses_00000000-0000-4000-8000-0000000000f1', '{\"x\": 2}', '{}', true, 't2', false, NULL)")
+    conn.execute("SELECT * FROM mm_agents()")
+
+
+def test_shadowed_built_ins_never_run_as_the_owner(world, make_token, service: Service, settings,
+                                                   admin_dsn: str) -> None:
+    """PostgreSQL 14's default ACL (PUBLIC may CREATE in public), as on a database upgraded from 14
+    or re-granted by hand: a token shadows the built-ins; none of them ever runs inside the owner's
+    functions, and the next `db migrate` takes CREATE back and drops what the token made."""
+    token = make_token("a", ["A"])
+    with psycopg.connect(settings.dsn, autocommit=True) as admin:
+        admin.execute("GRANT CREATE ON SCHEMA public TO PUBLIC")  # PostgreSQL 14's default
+    with connect_as(token, autocommit=True) as conn:
+        for name, args, returns in SHADOWS:
+            conn.execute(shadow_sql(name, args, returns))
+        api_calls(conn, str(world["A"]))
+        projects = [p for (p,) in conn.execute("SELECT project_id FROM access_token_projects").fetchall()]
+        assert projects == ["A"]  # no escalation: the token's scope is what it was
+        assert conn.execute("SELECT count(*) FROM sessions WHERE project_id = 'B'").fetchone() == (0,)
+        refused(conn, "SELECT * FROM mm_append(%s, ARRAY['x'], ARRAY['user'], "
+                      "ARRAY['{\"role\": \"user\", \"content\": \"in B\"}'], NULL, NULL)", (world["B"],))
+
+    migrate.migrate(settings.dsn)  # re-asserts: CREATE back from PUBLIC, the token's objects gone
+    with psycopg.connect(settings.dsn, autocommit=True) as admin:
+        left = admin.execute("SELECT count(*) FROM pg_proc p JOIN pg_roles r ON r.oid = p.proowner "
+                             "WHERE r.rolname = %s", (token.role,)).fetchone()
+        assert left == (0,)
+        public_create = admin.execute(
+            "SELECT count(*) FROM pg_namespace n, aclexplode(n.nspacl) a "
+            "WHERE n.nspname = 'public' AND a.grantee = 0 AND a.privilege_type = 'CREATE'").fetchone()
+        assert public_create == (0,)
+    with connect_as(token, autocommit=True) as conn:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute(shadow_sql("hashtextextended", "text, integer", "bigint"))
+    b_still_works(service, world)
+
+
+def test_archiving_migrations_and_context_go_on_while_a_token_holds_advisory_locks(
+        world, make_token, service: Service, settings, tmp_path: Path, profile, monkeypatch) -> None:
+    """A read-only token takes the advisory keys of earlier versions (archiver, migrations, a
+    context key of B) and any other it likes: the real archiver exports, `db migrate` finishes and
+    B sets its context."""
+    squatter = make_token("ro", ["A"], read_only=True)
+    keys = [1835884914, 0x6D636D6D, 0x6D6D6172]
+    with connect_as(squatter, autocommit=True) as conn:
+        for key in keys:
+            assert conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone() == (True,)
+        conn.execute("SELECT pg_advisory_lock(hashtextextended(%s || ':' || 'plan', 0))", (world["B"],))
+        conn.execute("SELECT pg_advisory_lock(1836084589, hashtext(%s))", (world["B"],))
+        for key, value in profile.items():
+            monkeypatch.setenv(key, value)
+        remote = tmp_path / "remote.git"
+        subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+        assert main(["--dsn", settings.dsn, "archive", "--once", "--repo", str(tmp_path / "arch"),
+                     "--remote", str(remote)]) == 0
+        assert (tmp_path / "arch" / layout.session_path(str(world["B"]))).exists()
+        migrate.migrate(settings.dsn)  # returns: the migration lock is a row no token can lock
+        assert service.set_context(str(world["B"]), "plan", {"step": 1}).revision == 1
+        service.append_message(str(world["B"]), {"role": "user", "content": "indexed despite the lock"})
+    b_state = service.search_messages("indexed despite", project_id="B")
+    assert b_state.matches
+
+
+def test_a_token_is_refused_at_its_connection_cap_while_others_connect(make_token, owner_db, admin_dsn) -> None:
+    name = f"mmtest_cap_{__import__('uuid').uuid4().hex[:8]}"
+    capped = tokens.create(owner_db, name=name, projects=["A"],
+                           limits=tokens.check_limits(connections=2, statement_timeout="30s"))
+    other = make_token("other", ["B"])
+    held = []
+    try:
+        held = [connect_as(capped) for _ in range(2)]
+        with pytest.raises(psycopg.OperationalError, match="too many connections for role"):
+            connect_as(capped)
+        with connect_as(other) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+        with owner_db.connect() as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+        assert held[0].execute("SHOW statement_timeout").fetchone() == ("30s",)
+        assert held[0].execute("SHOW idle_in_transaction_session_timeout").fetchone() == ("1min",)
+    finally:
+        for conn in held:
+            conn.close()
+        tokens.revoke(owner_db, name)
+    with pytest.raises(Invalid, match="--connection-limit"):
+        tokens.check_limits(connections=0)
+    with pytest.raises(Invalid, match="--lock-timeout"):
+        tokens.check_limits(lock_timeout="forever")
+
+
+def test_the_write_functions_refuse_what_cannot_be_read_back(world, make_token, service: Service,
+                                                             settings) -> None:
+    token = make_token("a", ["A"])
+    a = str(world["A"])
+    big = json.dumps({"role": "user", "content": "x" * (1024 * 1024 + 1)})
+    with connect_as(token, autocommit=True) as conn:
+        append = "SELECT * FROM mm_append(%s, ARRAY[%s], ARRAY[%s], ARRAY[%s], NULL, %s)"
+        assert "1 MiB" in refused(conn, append, (a, "big", "user", big, None))
+        assert "created_at" in refused(conn, append.replace("%s)", "ARRAY['-infinity'::timestamptz])"),
+                                       (a, "inf", "user", '{"role": "user", "content": "x"}'))
+        assert "created_at" in refused(conn, append.replace("%s)", "ARRAY['40000-01-01'::timestamptz])"),
+                                       (a, "far", "user", '{"role": "user", "content": "x"}'))
+        assert "differs from the row role" in refused(conn, append, (a, "role", "assistant",
+                                                                     '{"role": "user", "content": "x"}', None))
+        assert "role must be" in refused(conn, append, (a, "bad", "admin", '{"content": "x"}', None))
+        assert "meta is" in refused(conn, "SELECT mm_create_session('ses_meta', 'A', NULL, NULL, %s)",
+                                    (json.dumps({"k": "y" * 300_000}),))
+        # numbers written as text the client would never write: stored, and hashed as the archiver reads them
+        conn.execute(append, (a, "num", "user", '{"role": "user", "content": "n", "price": 1.50, "big": 1e2, '
+                                                '"tiny": 0.1000000000000000055511151231257827}', None))
+    stored = service.read_session(a).messages[-1]
+    with psycopg.connect(settings.dsn) as conn:
+        payload, digest = conn.execute("SELECT payload, payload_hash FROM messages WHERE append_id = 'num'").fetchone()
+    assert payload_digest(payload) == bytes(digest)  # what export checks before archiving a line
+    assert stored.content == "n"
+    b_still_works(service, world)
+
+
+def test_nothing_cross_project_on_channels_agents_or_models(world, make_token, service: Service) -> None:
+    a_token, b_token = make_token("a", ["A"]), make_token("b", ["B"])
+    service.update_session_meta(str(world["B"]), {"agent_source": "secret-b-agent"})
+    with connect_as(a_token, autocommit=True) as listener, connect_as(b_token, autocommit=True) as writer:
+        listener.execute("LISTEN mcp_memory_append")
+        listener.execute("LISTEN mcp_memory_export")
+        writer.execute("SELECT * FROM mm_append(%s, ARRAY['n1'], ARRAY['user'], "
+                       "ARRAY['{\"role\": \"user\", \"content\": \"b\"}'], NULL, NULL)", (world["B"],))
+        writer.execute("SELECT mm_snapshot(%s, 's', '{}')", (world["B"],))
+        seen = list(listener.notifies(timeout=2, stop_after=2))
+        assert {n.channel for n in seen} == {"mcp_memory_append", "mcp_memory_export"}
+        import hashlib
+        plain = hashlib.sha256(str(world["B"]).encode()).hexdigest()
+        for n in seen:
+            assert n.payload != plain and str(world["B"]) not in n.payload and "snapshot" not in n.payload
+        assert "does not exist" in refused(listener, "SELECT mm_append_channel_key(%s)", (world["B"],))
+        assert [n.payload for n in seen if n.channel == "mcp_memory_export"] == [""]
+        refused(listener, "SELECT * FROM agents")
+        names = [r[0] for r in listener.execute("SELECT name FROM mm_agents()").fetchall()]
+        assert "secret-b-agent" not in names
+        assert "not registered" in refused(listener, "SELECT mm_register_embedding_model('squatted-model', 3)")
+    assert any(a.name == "secret-b-agent" for a in service.list_agents())  # the owner still sees all
+
+
+def test_serve_http_runs_as_a_gateway_that_reads_nothing(world, make_token, owner_db, settings, password_server,
+                                                         profile, monkeypatch, capsys) -> None:
+    """The gateway login may only become token roles: as itself it selects no table, and REST
+    serves a read-write and a read-only token each with its own scope. As the owner, serve-http
+    refuses unless --as-owner."""
+    from test_rest import Server
+
+    gateway = tokens.create_gateway(owner_db, name=f"mmtest_gw_{__import__('uuid').uuid4().hex[:8]}")
+    rw, ro = make_token("rw", ["A"]), make_token("ro", ["B"], read_only=True)
+    try:
+        with psycopg.connect(gateway.dsn, autocommit=True) as conn:
+            tables = [t for (t,) in conn.execute(
+                "SELECT c.relname FROM pg_class c WHERE c.relnamespace = 'public'::regnamespace "
+                "AND c.relkind IN ('r', 'p', 'v')").fetchall()]
+            assert "sessions" in tables
+            for table in tables:
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                    conn.execute(sql.SQL("SELECT 1 FROM {} LIMIT 1").format(sql.Identifier(table)))
+            refused(conn, "SELECT * FROM mm_append(%s, ARRAY['g'], ARRAY['user'], "
+                          "ARRAY['{\"role\": \"user\", \"content\": \"g\"}'], NULL, NULL)", (world["A"],))
+        gw_settings = replace(settings, dsn=gateway.dsn, auto_migrate=False)
+        with pytest.raises(Invalid, match="refuses to run as the database owner"):
+            prepare(settings, "127.0.0.1", as_owner=False)
+        app, registry = prepare(gw_settings, "127.0.0.1", as_owner=False)
+        try:
+            with Server(app) as server:
+                listed = server.call("GET", "/v1/sessions", token=rw.token)
+                assert listed.status == 200 and {s["project_id"] for s in listed.body["sessions"]} == {"A"}
+                created = server.call("POST", "/v1/sessions", token=rw.token, body={"project_id": "A"})
+                assert created.status == 201
+                seen = server.call("GET", "/v1/sessions", token=ro.token)
+                assert {s["project_id"] for s in seen.body["sessions"]} == {"B"}
+                denied = server.call("POST", "/v1/sessions", token=ro.token, body={"project_id": "B"})
+                assert denied.status == 403
+                assert server.call("GET", "/v1/sessions", token=rw.token[:-3] + "abc").status == 401
+        finally:
+            registry.close()
+        for key, value in profile.items():
+            monkeypatch.setenv(key, value)
+        assert main(["--dsn", settings.dsn, "serve-http", "--port", "1"]) == 1
+        assert "token gateway" in capsys.readouterr().err
+    finally:
+        with psycopg.connect(password_server, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(gateway.role)))
+
+
+def test_a_revoked_token_is_forbidden_not_unavailable(make_token, owner_db, settings) -> None:
+    created = make_token("gone", ["A"])
+    svc = token_service(settings, created)
+    try:
+        svc.create_session("A")
+        tokens.revoke(owner_db, created.role)
+        for _ in range(2):  # the open pool's connections were ended; a new login is refused
+            with pytest.raises(Forbidden) as raised:
+                svc.create_session("A")
+            assert raised.value.code == "forbidden" and "revoked" in str(raised.value)
+    finally:
+        svc.db.close()
