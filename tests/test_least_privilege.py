@@ -14,7 +14,8 @@ import psycopg
 import pytest
 from psycopg import sql
 from test_security_support import connect_as, token_service
-from test_write_api import b_still_works, refused, world  # noqa: F401 (world is a fixture)
+from test_write_api import b_still_works, refused
+from test_write_api import world as _world  # noqa: F401 (the fixture `world`: projects A and B)
 
 from mcp_memory.archive import layout
 from mcp_memory.cli import main
@@ -107,9 +108,8 @@ def test_shadowed_built_ins_never_run_as_the_owner(world, make_token, service: S
             "SELECT count(*) FROM pg_namespace n, aclexplode(n.nspacl) a "
             "WHERE n.nspname = 'public' AND a.grantee = 0 AND a.privilege_type = 'CREATE'").fetchone()
         assert public_create == (0,)
-    with connect_as(token, autocommit=True) as conn:
-        with pytest.raises(psycopg.errors.InsufficientPrivilege):
-            conn.execute(shadow_sql("hashtextextended", "text, integer", "bigint"))
+    with connect_as(token, autocommit=True) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
+        conn.execute(shadow_sql("hashtextextended", "text, integer", "bigint"))
     b_still_works(service, world)
 
 
