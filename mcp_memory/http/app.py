@@ -21,7 +21,8 @@ from ..errors import Invalid, McpMemoryError, Unavailable
 from ..security.tokens import Unauthorized
 from ..ui.app import create_ui
 from .auth import TokenRegistry, bearer
-from .errors import RateLimited, TooLarge, error_response, internal_error
+from .body import read_json
+from .errors import RateLimited, error_response, internal_error
 from .mcp_mount import McpMount
 from .openapi import document
 from .ratelimit import RateLimiter
@@ -81,28 +82,6 @@ class Gate:
         except Unavailable:
             self.registry.service_for(token, force=True)  # Unauthorized if the token was revoked meanwhile
             raise
-
-
-async def read_json(request: Request, limit: int) -> Any:
-    """The JSON body (None when empty), refused with 413 past `limit` bytes before parsing, then
-    checked for depth and text PostgreSQL cannot hold (jsoncheck): every bad body is a 4xx."""
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit:
-        raise TooLarge(f"body is larger than {limit} bytes")
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise TooLarge(f"body is larger than {limit} bytes")
-        chunks.append(chunk)
-    raw = b"".join(chunks)
-    if not raw.strip():
-        return None
-    body = jsoncheck.loads(raw, limit=limit, what="body")
-    problem = jsoncheck.bad_text(body, ["body"], allow_nul=True)  # U+0000 is the routes' and the core's
-    if problem:
-        raise Invalid(problem)
-    return body
 
 
 MAX_ID_DIGITS = 18  # an integer path parameter fits PostgreSQL's bigint
@@ -174,7 +153,7 @@ def create_app(registry: TokenRegistry, options: HttpOptions | None = None) -> S
     options = options or HttpOptions()
     gate = Gate(registry, RateLimiter(options.rate_limit, options.burst),
                 RateLimiter(options.auth_failures_per_second, options.auth_failure_burst))
-    mcp = McpMount(gate, host=options.host)
+    mcp = McpMount(gate, host=options.host, max_body_bytes=options.max_body_bytes)
     routes = [Route("/openapi.json", _openapi, methods=["GET"]), Route("/healthz", _healthz, methods=["GET"]),
               Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]), Mount("/ui", create_ui(gate))]
     for endpoint in ENDPOINTS:

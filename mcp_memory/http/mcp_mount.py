@@ -4,7 +4,9 @@ The tools are the stdio server's (`build_server(get_service)`); `get_service` an
 service of the token of the HTTP request that carried the tool call. The SDK attaches that request
 to each call's context, so the wrapper around `call_tool` resolves the token per call (never per MCP
 session: a session id does not carry anyone's rights). Stateless mode with JSON responses: no
-session state to keep, and any instance behind a load balancer can answer.
+session state to keep, and any instance behind a load balancer can answer. A POST body is read
+here under the REST body limit and screened by `jsoncheck` in a worker thread (size, UTF-8, shape)
+before the SDK, which reads bodies without a limit and parses them on the event loop, sees it.
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
+from .. import jsoncheck
 from ..core.service import Service
 from ..errors import McpMemoryError
 from ..mcp.server import build_server
 from ..security.tokens import Unauthorized
 from .auth import bearer
+from .body import read_body, replay
 from .errors import error_response
 
 if TYPE_CHECKING:
@@ -41,8 +45,9 @@ def _current_service() -> Service:
 class McpMount:
     """An ASGI endpoint: checks the bearer token, then hands the request to the SDK's transport."""
 
-    def __init__(self, gate: Gate, *, host: str) -> None:
+    def __init__(self, gate: Gate, *, host: str, max_body_bytes: int) -> None:
         self.gate = gate
+        self.max_body_bytes = max_body_bytes
         self.server = build_server(_current_service)
         security = None if host in LOOPBACK else TransportSecuritySettings(enable_dns_rebinding_protection=False)
         self.server.streamable_http_app(streamable_http_path="/mcp", json_response=True, stateless_http=True,
@@ -77,6 +82,10 @@ class McpMount:
         request = Request(scope, receive)
         try:
             await self.gate.admit(request)
+            if request.method == "POST":
+                raw = await read_body(request, self.max_body_bytes)
+                await run_in_threadpool(jsoncheck.loads, raw, limit=self.max_body_bytes, what="body")
+                receive = replay(raw, receive)
         except McpMemoryError as exc:
             await error_response(exc)(scope, receive, send)
             return

@@ -5,8 +5,10 @@ The SDK's own stdio reader parses each line and, when that fails (a lone surroga
 than its parser allows), hands the error to the session, which drops it: the client waits forever.
 Here a line is read at most `limit` bytes at a time (a longer one is skipped to its end, keeping only
 a prefix to find its id), checked by `jsoncheck` (size, UTF-8, depth, text PostgreSQL cannot store)
-and parsed once; a refused request is answered at once with a coded `[invalid]` error naming the
-field (a tool error for `tools/call`, a JSON-RPC error otherwise).
+and parsed once, in a worker thread (linear in the line's size, yet a few tenths of a second at the
+limit, which the event loop and the calls it is running need not wait for); a refused request is
+answered at once with a coded `[invalid]` error naming the field (a tool error for `tools/call`, a
+JSON-RPC error otherwise).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import re
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any, BinaryIO
 
 import anyio
@@ -117,7 +120,7 @@ async def stdio(limit: int) -> AsyncIterator[tuple[Any, Any]]:
     async def reader() -> None:
         async with read_writer, answers:
             while (item := await anyio.to_thread.run_sync(read_line, stdin, limit, abandon_on_cancel=True)):
-                outcome = screen(item[0], oversized=item[1], limit=limit)
+                outcome = await anyio.to_thread.run_sync(partial(screen, item[0], oversized=item[1], limit=limit))
                 if isinstance(outcome, SessionMessage):
                     await read_writer.send(outcome)
                 elif outcome is not None:
