@@ -1,4 +1,5 @@
-"""A real uvicorn server on 127.0.0.1 (an ephemeral port) in a thread, for the REST and UI tests."""
+"""A real uvicorn server on 127.0.0.1 (an ephemeral port) in a thread, for the REST and UI tests, run as
+`serve-http` runs it (proxy_headers off: X-Forwarded-For is the app's own business)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ class Uvicorn:
     """Started on enter, stopped on exit; `url` and `port` are set once it listens."""
 
     def __init__(self, app) -> None:
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error", lifespan="on"))
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error", lifespan="on",
+                                                   proxy_headers=False))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def __enter__(self):

@@ -3,19 +3,24 @@ while the real token is served, and hostile bodies, paths and queries answered 4
 
 from __future__ import annotations
 
+import http.client
 import json
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 import psycopg
 import pytest
 from psycopg import sql
 from test_rest import Server
 
+from mcp_memory.errors import ConfigError
 from mcp_memory.http.app import HttpOptions, create_app
 from mcp_memory.http.auth import TokenRegistry
+from mcp_memory.http.proxies import TrustedProxies, parse_networks
 from mcp_memory.http.ratelimit import RateLimiter
+from mcp_memory.http.server import http_options
 from mcp_memory.security import tokens
 from mcp_memory.wiring import build
 
@@ -120,6 +125,138 @@ def test_forged_flood_does_not_lock_out_the_real_token(settings, owner_db, make_
     assert real_statuses == [200] * 30
     assert set(forged_statuses) <= {401, 429} and 429 in forged_statuses and 401 in forged_statuses
     print(f"\nreal token: 30/30 served during {len(forged_statuses)} forged requests")
+
+
+def _status(server, method: str, path: str, *, headers: dict, body: object = None) -> int:
+    """The status of one request, redirects not followed (the UI answers a bad cookie with 303)."""
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    try:
+        data = json.dumps(body).encode() if body is not None else None
+        connection.request(method, path, body=data, headers={"Content-Type": "application/json", **headers})
+        response = connection.getresponse()
+        response.read()
+        return response.status
+    finally:
+        connection.close()
+
+
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Mcp-Protocol-Version": "2025-06-18"}
+MCP_CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "list_sessions", "arguments": {}}}
+
+
+def _request(server, kind: str, token: str, extra: dict | None = None) -> int:
+    """One request of `kind` (rest, mcp, ui) carrying `token` as a bearer token or the UI cookie."""
+    extra = extra or {}
+    if kind == "ui":
+        return _status(server, "GET", "/ui/", headers={"Cookie": f"mm_ui_token={token}", **extra})
+    bearer = {"Authorization": f"Bearer {token}", **extra}
+    if kind == "mcp":
+        return _status(server, "POST", "/mcp", headers={**bearer, **MCP_HEADERS}, body=MCP_CALL)
+    return _status(server, "GET", "/v1/sessions", headers=bearer)
+
+
+def test_forged_tokens_and_cookies_for_the_real_role_cost_the_real_token_nothing(settings, owner_db, make_token,
+                                                                                  service) -> None:
+    """The lock-out: forged bearer tokens and `mm_ui_token` cookies naming the real token's role, from
+    the real token's own address (and with made-up X-Forwarded-For), while the real token, in use
+    before the flood, works on REST, /mcp and /ui and its verification cache keeps expiring (recheck
+    every 0.2 s: each expiry is a new database verification while its address and role are spent)."""
+    service.create_session("A", {"title": "a"})
+    real = make_token("real", ["A"]).token
+    role = tokens.parse_token(real)
+    registry = _registry(settings, owner_db, _app_name(), recheck_seconds=0.2)
+    options = HttpOptions(rate_limit=20, burst=40, auth_failures_per_second=1, auth_failure_burst=5)
+    with Server(create_app(registry, options)) as server:
+        assert _request(server, "rest", real) == 200
+        stop = threading.Event()
+        forged_statuses: list[int] = []
+
+        def flood(kind: str) -> None:
+            n = 0
+            while not stop.is_set():
+                n += 1
+                forged = f"mmt.{role}.{uuid.uuid4().hex}{uuid.uuid4().hex[:11]}"
+                spoof = {"X-Forwarded-For": f"198.51.100.{n % 250}"} if n % 2 else {}
+                forged_statuses.append(_request(server, kind, forged, spoof))
+
+        flooders = [threading.Thread(target=flood, args=(kind,)) for kind in ("ui", "ui", "rest", "mcp")]
+        for t in flooders:
+            t.start()
+        try:
+            stop.wait(0.5)  # the failure budget of (127.0.0.1, role) is spent before the real token comes
+            real_statuses: dict[str, list[int]] = {"rest": [], "mcp": [], "ui": []}
+            for i in range(90):
+                kind = ("rest", "mcp", "ui")[i % 3]
+                real_statuses[kind].append(_request(server, kind, real))
+                stop.wait(0.03)
+        finally:
+            stop.set()
+            for t in flooders:
+                t.join()
+    served = sum(status == 200 for statuses in real_statuses.values() for status in statuses)
+    print(f"\nreal token: {served}/90 served (REST, /mcp, /ui) during {len(forged_statuses)} forged requests "
+          f"({forged_statuses.count(429)} answered 429 before any database work)")
+    assert served >= 0.9 * 90, real_statuses
+    assert all(statuses.count(200) >= 0.9 * 30 for statuses in real_statuses.values()), real_statuses
+    assert 429 in forged_statuses and 200 not in forged_statuses
+
+
+def test_x_forwarded_for_is_believed_only_from_trusted_proxies(settings, owner_db, make_token) -> None:
+    role = tokens.parse_token(make_token("xff", ["A"]).token)
+
+    def forged() -> str:
+        return f"mmt.{role}.{uuid.uuid4().hex}{uuid.uuid4().hex[:11]}"
+
+    def attempts(server, addresses: list[str]) -> list[tuple[int, str]]:
+        out = []
+        for address in addresses:
+            reply = server.call("GET", "/v1/sessions", token=forged(), headers={"X-Forwarded-For": address})
+            out.append((reply.status, reply.body["error"]["message"]))
+        return out
+
+    options = HttpOptions(auth_failures_per_second=0.01, auth_failure_burst=3)
+    spread = [f"203.0.113.{i}" for i in range(8)]
+    registry = _registry(settings, owner_db, _app_name(), recheck_seconds=60)
+    with Server(create_app(registry, options)) as server:  # no trusted proxy: loopback's header is ignored
+        untrusted = attempts(server, spread)
+    assert [status for status, _ in untrusted] == [401] * 3 + [429] * 5
+    assert all("from 127.0.0.1;" in message for _, message in untrusted[3:])
+
+    trusted = replace(options, trusted_proxies=parse_networks(["127.0.0.1/32", "10.0.0.0/8"]))
+    registry = _registry(settings, owner_db, _app_name(), recheck_seconds=60)
+    with Server(create_app(registry, trusted)) as server:
+        assert [status for status, _ in attempts(server, spread)] == [401] * 8  # one budget per client
+        same = attempts(server, ["198.51.100.1, 10.1.2.3"] * 4 + ["203.0.113.200, 198.51.100.1"])
+    assert [status for status, _ in same] == [401] * 3 + [429, 429]
+    assert "from 198.51.100.1;" in same[3][1] and "from 198.51.100.1;" in same[4][1]
+
+
+def test_the_client_address_is_read_from_the_right_of_x_forwarded_for() -> None:
+    none = TrustedProxies()
+    assert none.client("127.0.0.1", "1.2.3.4") == "127.0.0.1"  # default: never believed, loopback included
+    proxies = TrustedProxies(parse_networks(["127.0.0.1", "10.0.0.0/8", "::1"]))
+    assert proxies.client("127.0.0.1", "1.2.3.4") == "1.2.3.4"
+    assert proxies.client("127.0.0.1", "6.6.6.6, 1.2.3.4, 10.0.0.7") == "1.2.3.4"  # left of the client: the client's
+    assert proxies.client("192.0.2.9", "1.2.3.4") == "192.0.2.9"  # the peer is not a proxy we trust
+    assert proxies.client("127.0.0.1", "not-an-address") == "127.0.0.1"
+    assert proxies.client("127.0.0.1", "10.0.0.1, 10.0.0.2") == "10.0.0.1"
+    assert proxies.client("::1", "2001:db8::1") == "2001:db8::1"
+    assert proxies.client("127.0.0.1", ",".join(["10.0.0.1"] * 10_000 + ["1.2.3.4"])) == "1.2.3.4"
+    with pytest.raises(ValueError, match=r"trusted_proxies: 'ten' is not an IP address"):
+        parse_networks(["ten"])
+
+
+def test_trusted_proxies_config(settings) -> None:
+    def options(http: dict) -> HttpOptions:
+        return http_options(replace(settings, raw={**settings.raw, "http": http}), "127.0.0.1")
+
+    assert options({}).trusted_proxies == ()
+    assert [str(n) for n in options({"trusted_proxies": ["10.0.0.5", "fd00::/8"]}).trusted_proxies] == \
+        ["10.0.0.5/32", "fd00::/8"]
+    with pytest.raises(ConfigError, match=r"http\.trusted_proxies"):
+        options({"trusted_proxies": "10.0.0.5"})
+    with pytest.raises(ConfigError, match=r"http\.trusted_proxies: '10\.0\.0\.300'"):
+        options({"trusted_proxies": ["10.0.0.300"]})
 
 
 def test_failure_buckets_are_bounded() -> None:

@@ -148,7 +148,14 @@ class Archiver:
         log.info("archiver %s is now the active writer of %s", self.worker, self.options.repo)
         gitrepo.init(self.options.repo, self.options.remote)
         gitrepo.heal(self.options.repo)
-        outcome = gitrepo.sync_with_remote(self.options.repo, self.options.remote, timeout=self.options.push_timeout)
+        try:
+            outcome = gitrepo.sync_with_remote(self.options.repo, self.options.remote,
+                                               timeout=self.options.push_timeout)
+        except gitrepo.UnsafeArchive as exc:
+            # keep committing locally; pushes are rejected until the remote is repaired, and each job
+            # names the refusal (archive status)
+            log.error("%s", exc)
+            outcome = "refused"
         with self._queue() as queue:
             stale = queue.release_running()
         if stale or outcome == "reset":
@@ -211,10 +218,15 @@ class Archiver:
             try:
                 gitrepo.push(self.options.repo, timeout=self.options.push_timeout)
             except gitrepo.GitError as exc:
+                failure: gitrepo.GitError = exc
                 if exc.rejected:
-                    gitrepo.sync_with_remote(self.options.repo, self.options.remote, timeout=self.options.push_timeout)
+                    try:
+                        gitrepo.sync_with_remote(self.options.repo, self.options.remote,
+                                                 timeout=self.options.push_timeout)
+                    except gitrepo.UnsafeArchive as refused:
+                        failure = refused
                 for job, _ in done:
-                    self._failed(job, exc)
+                    self._failed(job, failure)
                 return
         with self._queue() as queue:
             self.summary.done += queue.mark_done([job.job_id for job, _ in done], [commit for _, commit in done])

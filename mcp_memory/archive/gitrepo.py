@@ -7,9 +7,11 @@ proportional to the lines it adds, not to the size of the archive.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
+import stat
 import subprocess
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -37,6 +39,12 @@ class GitError(Unavailable):
     def __init__(self, message: str, *, rejected: bool = False) -> None:
         super().__init__(message)
         self.rejected = rejected
+
+
+class UnsafeArchive(GitError):
+    """What the archiver was about to read or write is not the archive's own: a tree from the remote
+    holding a symbolic link, a submodule or a file outside the layout, or a link in the working tree.
+    Nothing of it is checked out, followed or written; an operator repairs the remote (or the folder)."""
 
 
 def git(repo: Path, *args: str, input: str | bytes | None = None, env: dict[str, str] | None = None,
@@ -68,12 +76,15 @@ def init(repo: Path, remote: str | None = None) -> bool:
     if created:
         git(repo, "init", "-q", "-b", layout.BRANCH)
         git(repo, "config", "gc.autoDetach", "false")
+    # A link in a checked-out tree becomes a plain file holding the link's text, on every run (an
+    # existing repository too): the remote's content never points the archiver's writes elsewhere.
+    git(repo, "config", "core.symlinks", "false")
     if remote:
         urls = git(repo, "remote", check=False).split()
         git(repo, "remote", "set-url" if REMOTE in urls else "add", REMOTE, remote)
-    if head(repo) is None and sync_with_remote(repo, remote) != "reset":
-        (repo / layout.SESSIONS_DIR).mkdir(exist_ok=True)
-        (repo / "README.md").write_text(layout.README, encoding="utf-8")
+    if head(repo) is None and _adopt_remote(repo, remote) != "reset":
+        os.close(_open_folder(repo, layout.SESSIONS_DIR, make_dirs=True))
+        write_if_changed(repo, "README.md", layout.README)
         git(repo, "add", "--", "README.md")
         git(repo, "commit", "-q", "--no-verify", "-m", "archive: initialise (README.md)")
     return created
@@ -103,6 +114,15 @@ def heal(repo: Path) -> list[str]:
     return [str(p.relative_to(repo)) for p in removed]
 
 
+def _adopt_remote(repo: Path, remote: str | None) -> str:
+    """sync_with_remote for a repository without commits; a refused remote leaves it empty (logged)."""
+    try:
+        return sync_with_remote(repo, remote)
+    except UnsafeArchive as exc:
+        log.error("%s", exc)
+        return "refused"
+
+
 def reset_paths(repo: Path, paths: list[str]) -> None:
     """Put these files back to their committed content (or remove them when they were never
     committed), in the index too: what an earlier, failed export left there is not committed by the
@@ -114,7 +134,7 @@ def reset_paths(repo: Path, paths: list[str]) -> None:
     if untracked:
         git(repo, "rm", "-q", "--cached", "--ignore-unmatch", "--", *untracked)
         for p in untracked:
-            (repo / p).unlink(missing_ok=True)
+            remove_file(repo, p)
 
 
 def head(repo: Path) -> str | None:
@@ -126,9 +146,11 @@ def session_watermark(repo: Path, session_id: str) -> int:
     """The last seq in sessions/<id>.jsonl, read from the file's tail (0 when absent). A torn last line
     (a crash in the middle of a write) is cut off here, so that it is rewritten, never duplicated."""
     path = repo / layout.session_path(session_id)
-    if not path.exists():
+    try:
+        fd = open_file(repo, layout.session_path(session_id), os.O_RDWR)
+    except FileNotFoundError:
         return 0
-    with path.open("r+b") as f:
+    with os.fdopen(fd, "r+b") as f:
         size = f.seek(0, os.SEEK_END)
         if size and _byte_at(f, size - 1) != b"\n":
             size = _rfind_newline(f, size) + 1
@@ -166,9 +188,8 @@ def append_session_lines(repo: Path, session_id: str, chunks: Iterable[str], *,
                          midway: Callable[[], None] | None = None) -> None:
     """Append whole lines (given in chunks) to sessions/<id>.jsonl, then fsync. `midway` runs after half
     of the first chunk is on disk: the daemon's crash-test checkpoint, a no-op in production."""
-    path = repo / layout.session_path(session_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("ab") as f:
+    fd = open_file(repo, layout.session_path(session_id), os.O_WRONLY | os.O_APPEND | os.O_CREAT, make_dirs=True)
+    with os.fdopen(fd, "ab") as f:
         for data in (chunk.encode() for chunk in chunks if chunk):
             if midway is not None:
                 f.write(data[: len(data) // 2])
@@ -181,12 +202,93 @@ def append_session_lines(repo: Path, session_id: str, chunks: Iterable[str], *,
 
 
 def write_if_changed(repo: Path, relpath: str, text: str) -> bool:
-    path = repo / relpath
-    if path.exists() and path.read_text(encoding="utf-8") == text:
-        return False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    data = text.encode()
+    try:
+        with os.fdopen(open_file(repo, relpath, os.O_RDONLY), "rb") as f:
+            if f.read(len(data) + 1) == data:
+                return False
+    except FileNotFoundError:
+        pass
+    with os.fdopen(open_file(repo, relpath, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, make_dirs=True), "wb") as f:
+        f.write(data)
     return True
+
+
+# files of the working tree, never through a link ------------------------------------------------
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_LINK_ERRNOS = (errno.ELOOP, errno.EMLINK, errno.ENOTDIR)  # EMLINK: FreeBSD's answer to O_NOFOLLOW on a link
+
+
+def open_file(repo: Path, relpath: str, flags: int, *, make_dirs: bool = False) -> int:
+    """A descriptor for the archive file `relpath` of `repo`, opened without following any symbolic
+    link: each folder is opened O_NOFOLLOW relative to the one before, then the file O_NOFOLLOW, and it
+    must be a regular file. A link (or anything else) on the way raises UnsafeArchive naming the path;
+    a missing file raises FileNotFoundError. `make_dirs` creates missing folders (never through a link)."""
+    if not layout.is_archive_path(relpath):
+        raise UnsafeArchive(f"{relpath}: not an archive path; the archiver writes only README.md and "
+                            f"{layout.SESSIONS_DIR}/<id>.jsonl or .meta.json")
+    folder, _, name = relpath.rpartition("/")
+    dirfd = _open_folder(repo, folder, make_dirs=make_dirs)
+    try:
+        fd = os.open(name, flags | _NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644, dir_fd=dirfd)
+    except OSError as exc:
+        if exc.errno in _LINK_ERRNOS:
+            raise _link_refused(repo, relpath) from None
+        raise
+    finally:
+        os.close(dirfd)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UnsafeArchive(f"{repo / relpath}: not a regular file in the archive's working tree; refused")
+    os.set_blocking(fd, True)
+    return fd
+
+
+def remove_file(repo: Path, relpath: str) -> None:
+    """Unlink `relpath` (a link itself, never what it points at; missing is fine)."""
+    folder, _, name = relpath.rpartition("/")
+    try:
+        dirfd = _open_folder(repo, folder, make_dirs=False)
+    except FileNotFoundError:
+        return
+    try:
+        os.unlink(name, dir_fd=dirfd)
+    except FileNotFoundError:
+        pass
+    finally:
+        os.close(dirfd)
+
+
+def _open_folder(repo: Path, folder: str, *, make_dirs: bool) -> int:
+    """A descriptor of `repo`/`folder`, each step opened O_NOFOLLOW relative to the one before."""
+    fd = os.open(repo, os.O_RDONLY | _DIRECTORY | os.O_CLOEXEC)
+    done: list[str] = []
+    try:
+        for part in folder.split("/") if folder else []:
+            done.append(part)
+            if make_dirs:
+                try:
+                    os.mkdir(part, 0o755, dir_fd=fd)
+                except FileExistsError:
+                    pass
+            try:
+                step = os.open(part, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in _LINK_ERRNOS:
+                    raise _link_refused(repo, "/".join(done)) from None
+                raise
+            os.close(fd)
+            fd = step
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _link_refused(repo: Path, relpath: str) -> UnsafeArchive:
+    return UnsafeArchive(f"{repo / relpath} is a symbolic link (or not a folder) in the archive's working tree; "
+                         "refused, nothing written through it — remove it and run the archiver again")
 
 
 def commit(repo: Path, paths: list[str], message: str, *, date: str | None = None) -> str:
@@ -262,6 +364,7 @@ def sync_with_remote(repo: Path, remote: str | None, *, timeout: float = 60) -> 
         return "up-to-date"
     if local is not None and _is_ancestor(repo, theirs, local):
         return "ahead"
+    check_tree(repo, theirs, what=f"the archive remote's {layout.BRANCH}")
     git(repo, "reset", "-q", "--hard", theirs)
     git(repo, "clean", "-q", "-f", "--", layout.SESSIONS_DIR)
     stale = git(repo, "tag", "--no-merged", layout.BRANCH, "--list", "snapshot-*").split()
@@ -281,10 +384,67 @@ def _is_ancestor(repo: Path, older: str, newer: str) -> bool:
     return done.returncode == 0
 
 
+# what a tree holds -------------------------------------------------------------------------------
+def tree_entries(repo: Path, rev: str, *paths: str) -> list[tuple[str, str]]:
+    """(mode, path) of every file, link and submodule in `rev`'s tree (under `paths`, default all)."""
+    out = git(repo, "ls-tree", "-r", "-z", "--full-tree", rev, "--", *paths)
+    entries = []
+    for record in out.split("\x00"):
+        info, tab, path = record.partition("\t")
+        if tab:
+            entries.append((info.split(" ", 1)[0], path))
+    return entries
+
+
+def refused_entries(repo: Path, rev: str = layout.BRANCH) -> list[tuple[str, str]]:
+    """(path, why) of every entry of `rev` that an archive may not hold (layout.refused_entry)."""
+    return [(path, why) for mode, path in tree_entries(repo, rev) if (why := layout.refused_entry(mode, path))]
+
+
+def check_tree(repo: Path, rev: str, *, what: str) -> None:
+    """Raise UnsafeArchive naming the offending paths when `rev`'s tree is not purely an archive's."""
+    refused = refused_entries(repo, rev)
+    if refused:
+        sha = git(repo, "rev-parse", "--short=12", rev).strip()
+        listed = "; ".join(f"{path}: {why}" for path, why in refused[:5])
+        more = f"; and {len(refused) - 5} more" if len(refused) > 5 else ""
+        raise UnsafeArchive(f"{what} ({sha}) was refused, nothing of it was checked out: {listed}{more}")
+
+
+def inspect(repo: Path) -> list[str]:
+    """What makes this repository unsafe to write through: refused entries in main or in the last fetched
+    remote main, and links in the working tree where the archiver writes. Empty when all is well."""
+    if not (repo / ".git").is_dir():
+        return []
+    problems = []
+    local, theirs = head(repo), _remote_head(repo)
+    revs = {local: f"the local {layout.BRANCH}"}
+    if theirs != local:
+        revs[theirs] = f"the archive remote's {layout.BRANCH} (as last fetched)"
+    for rev, what in revs.items():
+        if rev is not None:
+            try:
+                check_tree(repo, rev, what=what)
+            except UnsafeArchive as exc:
+                problems.append(str(exc))
+    for name in ("README.md", layout.SESSIONS_DIR):
+        if (repo / name).is_symlink():
+            problems.append(f"{repo / name} is a symbolic link in the working tree; the archiver refuses to write there")
+    sessions = repo / layout.SESSIONS_DIR
+    if sessions.is_dir() and not sessions.is_symlink():
+        with os.scandir(sessions) as found:
+            links = sorted(e.name for e in found if e.is_symlink())
+        problems += [f"{sessions / name} is a symbolic link in the working tree; the archiver refuses to write there"
+                     for name in links]
+    return problems
+
+
 # reading (verify, restore) -----------------------------------------------------------------------
 def list_files(repo: Path, *, rev: str = layout.BRANCH) -> list[str]:
-    out = git(repo, "ls-tree", "-r", "--name-only", rev, "--", layout.SESSIONS_DIR)
-    return out.splitlines()
+    """The archive files under sessions/ at `rev`: regular files at archive paths only (a link, a
+    submodule or a stray file is never read; refused_entries names them)."""
+    return [path for mode, path in tree_entries(repo, rev, layout.SESSIONS_DIR)
+            if layout.refused_entry(mode, path) is None]
 
 
 def read_files(repo: Path, paths: list[str], *, rev: str = layout.BRANCH) -> Iterator[tuple[str, bytes]]:

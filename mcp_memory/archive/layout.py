@@ -69,6 +69,30 @@ class SnapshotInfo:
     meta: dict[str, Any] | None = None
 
 
+# Every path the archiver writes, and so every path it accepts in a tree it reads back from the remote:
+# anything else (a symbolic link, a submodule, a file elsewhere) came from someone else and is refused.
+ARCHIVE_PATHS = (re.compile(r"README\.md"),
+                 re.compile(rf"{SESSIONS_DIR}/[A-Za-z0-9][A-Za-z0-9_-]*\.(?:jsonl|meta\.json)"))
+REGULAR_MODES = ("100644", "100755")
+
+
+def is_archive_path(path: str) -> bool:
+    return any(pattern.fullmatch(path) for pattern in ARCHIVE_PATHS)
+
+
+def refused_entry(mode: str, path: str) -> str | None:
+    """Why a tree entry (git mode, path) may not be in an archive, or None when it may."""
+    if mode == "120000":
+        return "a symbolic link (mode 120000); refused, never followed"
+    if mode == "160000":
+        return "a submodule (mode 160000); refused"
+    if mode not in REGULAR_MODES:
+        return f"not a regular file (mode {mode}); refused"
+    if not is_archive_path(path):
+        return "not an archive path (only README.md and sessions/<id>.jsonl or .meta.json); refused"
+    return None
+
+
 def session_path(session_id: str) -> str:
     return f"{SESSIONS_DIR}/{session_id}.jsonl"
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..errors import Invalid, NotFound
 from ..schema import format_time
 from ..store.archive_store import ArchiveStore
 from ..store.db import Database
+from . import gitrepo
 from .daemon import describe_holder
 
 
@@ -19,6 +21,8 @@ class QueueStatus:
     oldest_pending: dict[str, Any] | None
     failed: list[dict[str, Any]] = field(default_factory=list)
     archivers: list[dict[str, Any]] = field(default_factory=list)
+    repo: Path | None = None  # the archive repository looked at (--repo or [archive] repo)
+    repo_problems: list[str] = field(default_factory=list)
 
     @property
     def standbys(self) -> list[dict[str, Any]]:
@@ -44,7 +48,9 @@ class QueueStatus:
                 "queue_depth": counts["pending"] + counts["running"], "oldest_pending": oldest,
                 "failed": [{"job_id": f["job_id"], "snapshot_id": f["snapshot_id"], "session_id": f["session_id"],
                             "attempts": f["attempts"], "last_error": f["last_error"],
-                            "finished_at": _time(f["finished_at"])} for f in self.failed]}
+                            "finished_at": _time(f["finished_at"])} for f in self.failed],
+                "repository": None if self.repo is None else {"path": str(self.repo), "ok": not self.repo_problems,
+                                                              "problems": self.repo_problems}}
 
     def lines(self) -> list[str]:
         doc = self.to_json()
@@ -63,16 +69,24 @@ class QueueStatus:
                        f"attempt(s): {f['last_error']}")
         if doc["failed"]:
             out.append("re-queue with: mcp-memory archive retry --failed")
+        if self.repo is not None:
+            out.append(f"repository {self.repo}: " + ("refused content, nothing written through it"
+                                                      if self.repo_problems else "ok"))
+            out += [f"refused: {problem}" for problem in self.repo_problems]
         return out
 
 
-def status(db: Database) -> QueueStatus:
+def status(db: Database, *, repo: Path | None = None) -> QueueStatus:
+    """The queue; with `repo`, also what in that repository the archiver refuses (gitrepo.inspect)."""
     with db.transaction() as conn:
         store = ArchiveStore(conn)
         archivers = store.archivers()
         leader = next((a for a in archivers if a["leader"] and a["alive"]), None)
-        return QueueStatus(holder=leader, counts=store.status_counts(), oldest_pending=store.oldest_pending(),
-                           failed=store.failed_jobs(), archivers=archivers)
+        state = QueueStatus(holder=leader, counts=store.status_counts(), oldest_pending=store.oldest_pending(),
+                            failed=store.failed_jobs(), archivers=archivers)
+    if repo is not None:
+        state.repo, state.repo_problems = repo, gitrepo.inspect(repo)
+    return state
 
 
 def retry(db: Database, *, job_id: int | None) -> list[int]:

@@ -77,7 +77,8 @@ def restore(db: Database, path: str | Path, *, force: bool = False,
     if not repo.is_dir() or gitrepo.head(repo) is None:
         raise Invalid(f"{repo} is not an archive repository (no commits on {layout.BRANCH})")
     result = RestoreResult()
-    files = gitrepo.list_files(repo)
+    files = gitrepo.list_files(repo)  # regular files at archive paths only: a link is never read
+    result.bad_lines += [BadLine(path, 0, why) for path, why in gitrepo.refused_entries(repo)]
     docs = _read_metas(repo, [p for p in files if p.endswith(".meta.json")], result)
     snapshots = read_snapshots(repo)
     ordered = _parents_first(docs, result.warnings)

@@ -73,6 +73,7 @@ def verify(db: Database, repo: Path) -> VerifyReport:
                                     "archive": {"messages": a.lines, "last_seq": a.last_seq, "sha256": a.digest.hex()},
                                     "database": {"messages": d[0], "last_seq": d[1], "sha256": d[2].hex()}})
     report.differences.extend(check_tags(repo, snapshot_seqs))
+    report.differences.extend(f"{path}: {why}" for path, why in gitrepo.refused_entries(repo))
     for sid, (_, snapshot_ids) in sorted(done.items()):
         missing = [i for i in snapshot_ids if layout.tag_name(i) not in tags]
         if missing:

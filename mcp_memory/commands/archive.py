@@ -34,6 +34,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     actions = archive.add_subparsers(dest="archive_action", metavar="ACTION")
     status = actions.add_parser("status", help="active archiver, queue depth, oldest pending job, failures")
     status.add_argument("--json", action="store_true", help="print one JSON document")
+    status.add_argument("--repo", metavar="PATH", default=argparse.SUPPRESS,
+                        help="also check this archive repository (else [archive] repo, when set) for content "
+                        "the archiver refuses: symbolic links, submodules, files outside the layout")
     retry = actions.add_parser("retry", help="re-queue failed export jobs")
     which = retry.add_mutually_exclusive_group(required=True)
     which.add_argument("--job", type=int, metavar="ID", help="re-queue this job")
@@ -77,7 +80,7 @@ def archive(settings: Settings, args: argparse.Namespace) -> int:
     db = Database(settings, application_name="mcp-memory archive")
     try:
         if action == "status":
-            return _status(db, args)
+            return _status(db, settings, args)
         if action == "retry":
             return _retry(db, args)
         if action == "verify":
@@ -105,10 +108,13 @@ def _run(db: Database, settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-def _status(db: Database, args: argparse.Namespace) -> int:
+def _status(db: Database, settings: Settings, args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from ..archive import queue
 
-    state = queue.status(db)
+    path = getattr(args, "repo", None) or settings.archive.get("repo")
+    state = queue.status(db, repo=Path(str(path)).expanduser().resolve() if path else None)
     if args.json:
         print_json(state.to_json())
     else:

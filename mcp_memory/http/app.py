@@ -25,6 +25,7 @@ from .body import read_json
 from .errors import RateLimited, error_response, internal_error
 from .mcp_mount import McpMount
 from .openapi import document
+from .proxies import Network, TrustedProxies
 from .ratelimit import RateLimiter
 from .routes import ENDPOINTS, Call, Endpoint, parse_path, parse_query
 
@@ -35,45 +36,71 @@ class HttpOptions:
     rate_limit: float = 20.0  # requests per second per token
     burst: int = 40
     recheck_seconds: float = 30.0
-    auth_failures_per_second: float = 1.0  # per client address
+    auth_failures_per_second: float = 1.0  # per (client address, claimed role)
     auth_failure_burst: int = 20
     pool_max: int = 8  # connections shared by every token
     host: str = "127.0.0.1"
+    trusted_proxies: tuple[Network, ...] = ()  # X-Forwarded-For is believed only from these
+
+
+ADDRESS_SHARE = 4  # an address may fail this many (address, role) budgets in all before it is slowed down
 
 
 class Gate:
-    """What every request on a protected route passes: the token is verified first (a cached
-    verification costs no database work), then its role is rate-limited. Failed verifications are
-    charged to the client's address; an address out of failures is refused before any database
-    work, while a verified token from that address is still served."""
+    """What every request on a protected route passes, in this order:
 
-    def __init__(self, registry: TokenRegistry, limiter: RateLimiter, failures: RateLimiter) -> None:
+    1. the token is verified (a verification cached within `recheck_seconds` costs no database work);
+    2. only then is its role rate-limited, so a forged token never spends a real token's requests.
+
+    A failed verification is charged to (client address, claimed role) and to the address as a whole
+    (ADDRESS_SHARE times that budget); once either is spent, tokens from there are refused before any
+    database work — except a token the registry has verified before: a real token is always served,
+    whatever is forged next to it. The client address is the peer's, or X-Forwarded-For's client when
+    the peer is a trusted proxy (proxies.py). A string that is not a token at all costs no database
+    work and is answered 401 without being charged."""
+
+    def __init__(self, registry: TokenRegistry, limiter: RateLimiter, failures: RateLimiter, *,
+                 address_failures: RateLimiter | None = None, proxies: TrustedProxies | None = None) -> None:
         self.registry = registry
         self.limiter = limiter
         self.failures = failures
+        self.address_failures = address_failures or RateLimiter(failures.rate * ADDRESS_SHARE,
+                                                                failures.burst * ADDRESS_SHARE)
+        self.proxies = proxies or TrustedProxies()
+
+    def client_of(self, request: Request) -> str:
+        peer = request.client.host if request.client else "unknown"
+        forwarded = ", ".join(request.headers.getlist("x-forwarded-for")) or None
+        return self.proxies.client(peer, forwarded)
 
     def authenticate(self, header: str | None, client: str) -> tuple[str, Service]:
         """(token, service) of a verified bearer token; runs in a worker thread (it may query)."""
+        token = bearer(header)
+        return token, self.verify(token, client)
+
+    def verify(self, token: str, client: str) -> Service:
+        """The service of a verified token, after its role's rate limit (REST, /mcp and the /ui cookie)."""
+        role = self.registry.role_of(token)
+        failures_key = f"{client} {role}"
+        if not self.registry.was_verified(token):
+            wait = max(self.failures.blocked(failures_key), self.address_failures.blocked(client))
+            if wait:
+                raise RateLimited(f"too many failed authentications for token {role} from {client}; "
+                                  f"retry in {wait} s", retry_after=wait)
         try:
-            token = bearer(header)
-            if not self.registry.is_fresh(token):
-                wait = self.failures.blocked(client)
-                if wait:
-                    raise RateLimited(f"too many failed authentications from {client}; retry in {wait} s",
-                                      retry_after=wait)
             service = self.registry.service_for(token)
         except Unauthorized:
-            self.failures.take(client)
+            self.failures.take(failures_key)
+            self.address_failures.take(client)
             raise
-        role = self.registry.role_of(token)
         wait = self.limiter.take(role)
         if wait:
             raise RateLimited(f"too many requests for token {role}; retry in {wait} s", retry_after=wait)
-        return token, service
+        return service
 
     async def admit(self, request: Request) -> tuple[str, Service]:
-        client = request.client.host if request.client else "unknown"
-        return await run_in_threadpool(self.authenticate, request.headers.get("authorization"), client)
+        return await run_in_threadpool(self.authenticate, request.headers.get("authorization"),
+                                       self.client_of(request))
 
     def run(self, token: str, endpoint: Endpoint, call: Call) -> Any:
         service = self.registry.service_for(token)
@@ -152,7 +179,8 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 def create_app(registry: TokenRegistry, options: HttpOptions | None = None) -> Starlette:
     options = options or HttpOptions()
     gate = Gate(registry, RateLimiter(options.rate_limit, options.burst),
-                RateLimiter(options.auth_failures_per_second, options.auth_failure_burst))
+                RateLimiter(options.auth_failures_per_second, options.auth_failure_burst),
+                proxies=TrustedProxies(options.trusted_proxies))
     mcp = McpMount(gate, host=options.host, max_body_bytes=options.max_body_bytes)
     routes = [Route("/openapi.json", _openapi, methods=["GET"]), Route("/healthz", _healthz, methods=["GET"]),
               Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]), Mount("/ui", create_ui(gate))]

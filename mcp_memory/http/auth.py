@@ -66,6 +66,13 @@ class TokenRegistry:
             entry = self._verified.get(key)
         return entry is not None and self.clock() - entry[1] < self.recheck_seconds
 
+    def was_verified(self, token: str) -> bool:
+        """True when this very token was verified (and not refused since), however long ago: only its
+        holder can show it, so it is never slowed down by failures charged to its address and role."""
+        key = tokens.token_digest(token)
+        with self._lock:
+            return key in self._verified
+
     def service_for(self, token: str, *, force: bool = False) -> Service:
         """The service of this token's role, the token verified within `recheck_seconds` (now, if `force`)."""
         role = self.role_of(token)

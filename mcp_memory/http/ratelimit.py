@@ -1,7 +1,8 @@
 """Rate limits: a token bucket per key (`rate` requests/second, `burst`), in a bounded map.
 
-Keys are verified roles (`[http] rate_limit`, `burst`) or, for failed authentications, client
-addresses (`[http] auth_failures_per_second`, `auth_failure_burst`). The map holds at most
+Keys are verified roles (`[http] rate_limit`, `burst`: charged only after the token was verified)
+or, for failed authentications, (client address, claimed role) and client addresses
+(`[http] auth_failures_per_second`, `auth_failure_burst`; the Gate in app.py). The map holds at most
 `max_keys` buckets, least recently used out, so a flood of new keys costs no memory.
 """
 

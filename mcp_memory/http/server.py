@@ -6,9 +6,10 @@ max_body_bytes = 33554432   # 413 above this
 rate_limit = 20             # requests per second per token (0: no limit); 429 + Retry-After
 burst = 40
 recheck_seconds = 30        # a revoked token stops working within this time
-auth_failures_per_second = 1  # failed authentications per client address (then 429)
+auth_failures_per_second = 1  # failed authentications per (client address, claimed role) (then 429)
 auth_failure_burst = 20
 pool_max = 8                # database connections shared by every token (SET LOCAL ROLE per transaction)
+trusted_proxies = []        # X-Forwarded-For is honoured only from these addresses / CIDR networks
 ```
 """
 
@@ -25,6 +26,7 @@ from ..store.security_store import SecurityStore
 from ..wiring import build
 from .app import HttpOptions, create_app
 from .auth import TokenRegistry
+from .proxies import parse_networks
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +52,13 @@ def http_options(settings: Settings, host: str) -> HttpOptions:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
             raise ConfigError(f"config: http.{key} must be a number ≥ 0, got {value!r}")
         values[key] = kind(value)
+    proxies = section.get("trusted_proxies", [])
+    if not isinstance(proxies, list):
+        raise ConfigError(f"config: http.trusted_proxies must be a list of addresses or CIDR networks, got {proxies!r}")
+    try:
+        values["trusted_proxies"] = parse_networks(proxies)
+    except ValueError as exc:
+        raise ConfigError(f"config: {exc}") from None
     return HttpOptions(**values)
 
 
@@ -91,6 +100,8 @@ def serve(settings: Settings, *, host: str, port: int, as_owner: bool = False) -
     app, registry = prepare(settings, host, as_owner=as_owner)
     log.warning("mcp-memory REST on http://%s:%d (OpenAPI at /openapi.json, MCP at /mcp)", host, port)
     try:
-        uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False)
+        # proxy_headers off: uvicorn would otherwise believe X-Forwarded-For from loopback; the app
+        # reads it itself, from [http] trusted_proxies only (proxies.py)
+        uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False, proxy_headers=False)
     finally:
         registry.close()

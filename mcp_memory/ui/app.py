@@ -75,7 +75,7 @@ def page(gate: Gate, template: str, data: PageData, nav: str) -> Callable[[Reque
         if token is None:
             return _sign_in_redirect(request)
         try:
-            service = await run_in_threadpool(auth.service_for, gate, token)
+            service = await run_in_threadpool(auth.service_for, gate, token, gate.client_of(request))
             context = await run_in_threadpool(data, service, request)
         except Unauthorized:
             return _sign_in_redirect(request)
@@ -96,7 +96,7 @@ async def sign_in(request: Request, gate: Gate) -> Response:
     try:
         fields = await auth.form(request)
         token = fields.get("token", "").strip()
-        await run_in_threadpool(auth.service_for, gate, token)
+        await run_in_threadpool(auth.service_for, gate, token, gate.client_of(request))
     except McpMemoryError as exc:
         return html("sign_in.html", status_of(exc), next=next_url, error=str(exc), nav="sign-in")
     response = RedirectResponse(auth.safe_next(fields.get("next")), status_code=303)
