@@ -27,7 +27,7 @@ from ..config import Settings
 from ..errors import Invalid, McpMemoryError, Unavailable
 from ..store.archive_store import ArchiveStore, ClaimedJob, LeaderLock, Listener
 from ..store.db import Database, translate_errors
-from . import export, gitrepo
+from . import export, gitrepo, layout
 from .retry import RetryStrategy
 
 log = logging.getLogger(__name__)
@@ -97,6 +97,7 @@ class Archiver:
         self.summary = RunSummary()
         self._last_heartbeat = 0.0
         self._due_before: datetime | None = None
+        self._remote_head_checked = False
 
     # lifecycle --------------------------------------------------------------------------------
     def run(self, *, once: bool) -> RunSummary:
@@ -228,8 +229,21 @@ class Archiver:
                 for job, _ in done:
                     self._failed(job, failure)
                 return
+            self._point_remote_head()
         with self._queue() as queue:
             self.summary.done += queue.mark_done([job.job_id for job, _ in done], [commit for _, commit in done])
+
+    def _point_remote_head(self) -> None:
+        """After the first push of this run: a remote made by plain `git init --bare` names master in
+        its HEAD, and a clone of it would check nothing out (README, disaster recovery)."""
+        if self._remote_head_checked or not self.options.remote:
+            return
+        self._remote_head_checked = True
+        try:
+            if gitrepo.point_remote_head(self.options.remote):
+                log.info("the archive remote's HEAD now names %s, so that a clone checks it out", layout.BRANCH)
+        except gitrepo.GitError as exc:
+            log.warning("cannot point the archive remote's HEAD at %s: %s", layout.BRANCH, exc)
 
     def _failed(self, job: ClaimedJob, exc: BaseException) -> None:
         attempts = job.attempts + 1

@@ -336,6 +336,22 @@ def push(repo: Path, *, timeout: float) -> None:
         timeout=timeout)
 
 
+def point_remote_head(remote: str) -> bool:
+    """Make a local bare remote's HEAD name main when the branch it names does not exist (a plain
+    `git init --bare` names master), so that a `git clone` of it checks main out. Only for a local
+    path or file:// URL: git offers no way to move a remote HEAD over other transports. Returns
+    whether HEAD was moved."""
+    path = Path(remote.removeprefix("file://")) if remote.startswith(("/", "file://")) else None
+    if path is None or not (path / "HEAD").is_file() or not (path / "objects").is_dir():
+        return False
+    named = git(path, "--git-dir", str(path), "symbolic-ref", "-q", "HEAD", check=False).strip()
+    if named == f"refs/heads/{layout.BRANCH}" or (named and git(
+            path, "--git-dir", str(path), "rev-parse", "-q", "--verify", named, check=False).strip()):
+        return False
+    git(path, "--git-dir", str(path), "symbolic-ref", "HEAD", f"refs/heads/{layout.BRANCH}")
+    return True
+
+
 def has_remote(repo: Path) -> bool:
     return REMOTE in git(repo, "remote", check=False).split()
 
@@ -500,11 +516,11 @@ def tag_subjects(repo: Path) -> dict[str, tuple[str, str]]:
     return found
 
 
-def commit_messages(repo: Path) -> list[str]:
-    """Full messages of every commit on main, oldest first (one `git log`)."""
-    if head(repo) is None:
+def commit_messages(repo: Path, *, rev: str = layout.BRANCH) -> list[str]:
+    """Full messages of every commit on main (or `rev`), oldest first (one `git log`)."""
+    if rev == layout.BRANCH and head(repo) is None:
         return []
-    out = git(repo, "log", "--reverse", "--format=%B%x00", layout.BRANCH)
+    out = git(repo, "log", "--reverse", "--format=%B%x00", rev, "--")
     return [m.strip("\n") for m in out.split("\x00") if m.strip()]
 
 

@@ -50,6 +50,9 @@ mcp-memory (PostgreSQL stays the runtime truth). It is written by one archiver a
     git clone <remote> mcp-archive
     mcp-memory --dsn postgresql://…/empty_db restore --from-archive mcp-archive
 
+`--from-archive` also takes the remote's URL or a bare repository (cloned to a temporary folder),
+and a clone without a local `main` (a remote whose HEAD names master) is read from `origin/main`.
+
 Sessions, messages (same append_ids and payloads), snapshots (same ids) and fork lineage come back.
 `mcp-memory archive verify --repo PATH` compares an archive with a database.
 """

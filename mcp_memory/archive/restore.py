@@ -1,7 +1,9 @@
 """`mcp-memory restore --from-archive PATH`: rebuild the database from the git archive.
 
-Reads the committed content of `main` (not the working tree): sessions from the meta files, messages
-from the jsonl lines (payload, append_id and created_at kept; payload_hash recomputed with
+Reads the committed content of `main` (not the working tree; see source.py for clones, bare
+repositories and URLs), one session file at a time and each file line by line (memory stays bounded
+by the longest accepted line, whatever the size of the archive): sessions from the meta files,
+messages from the jsonl lines (payload, append_id and created_at kept; payload_hash recomputed with
 core.messages.payload_digest, so a client retrying an append gets `duplicate: true`), snapshots
 with their own ids from the snapshot commits, and fork lineage.
 
@@ -9,13 +11,15 @@ One bad line never stops the rest: each session is restored on its own savepoint
 not parse, does not hash to its payload_sha256 or breaks the seq order ends its session there: the
 lines before it are restored (history stays gap-free), it and the lines after it are listed in
 `bad_lines` (file:line, why), and the snapshots beyond the restored part are left out. A session the
-database refuses (a crafted meta) is listed and skipped with its forks.
+database refuses (a crafted meta) is listed and skipped with its forks. Forks are ordered after
+their parents without recursion, so a chain of forks of any depth restores.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections import defaultdict, deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +30,8 @@ from ..core import search
 from ..errors import Invalid, McpMemoryError
 from ..store.archive_store import ArchiveStore, RestoredMessage
 from ..store.db import Database
-from . import gitrepo, layout
+from . import gitrepo, layout, source
+from .blobs import BlobReader, TooLong
 
 Progress = Callable[[int, int], None]
 SESSION_ID = re.compile(r"^ses_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
@@ -73,15 +78,24 @@ class RestoreResult:
 
 def restore(db: Database, path: str | Path, *, force: bool = False,
             progress: Progress = lambda done, total: None) -> RestoreResult:
-    repo = Path(path).expanduser().resolve()
-    if not repo.is_dir() or gitrepo.head(repo) is None:
-        raise Invalid(f"{repo} is not an archive repository (no commits on {layout.BRANCH})")
+    """Restore the archive at `path`: a clone (whatever its checked-out branch), a bare repository or a
+    git URL (both cloned to a temporary folder first)."""
+    with source.open_archive(path) as archive, BlobReader(archive.repo, archive.rev) as reader:
+        return _restore_from(db, archive, reader, force=force, progress=progress)
+
+
+def _restore_from(db: Database, archive: source.Source, reader: BlobReader, *, force: bool,
+                  progress: Progress) -> RestoreResult:
+    repo, rev = archive.repo, archive.rev
     result = RestoreResult()
-    files = gitrepo.list_files(repo)  # regular files at archive paths only: a link is never read
-    result.bad_lines += [BadLine(path, 0, why) for path, why in gitrepo.refused_entries(repo)]
-    docs = _read_metas(repo, [p for p in files if p.endswith(".meta.json")], result)
-    snapshots = read_snapshots(repo)
-    ordered = _parents_first(docs, result.warnings)
+    max_line = 4 * db.settings.max_message_bytes + 64 * 1024  # a line is a message and a few fields
+    files = set(gitrepo.list_files(repo, rev=rev))  # regular files at archive paths only: a link is never read
+    result.bad_lines += [BadLine(path, 0, why) for path, why in gitrepo.refused_entries(repo, rev)]
+    docs = _read_metas(reader, sorted(p for p in files if p.endswith(".meta.json")), max_line, result)
+    snapshots = read_snapshots(repo, rev)
+    ordered, cyclic = _parents_first(docs, result.warnings)
+    for doc in cyclic:
+        _skip(result, layout.meta_path(doc["session_id"]), "its lineage runs in a circle (a parent of its own)")
     restored: dict[str, int] = {}  # session → the last seq restored
     with db.transaction(bounded=False) as conn:  # a whole archive: as long as it takes
         store = ArchiveStore(conn)
@@ -89,15 +103,15 @@ def restore(db: Database, path: str | Path, *, force: bool = False,
             raise Invalid("the database already holds sessions; restore into an empty database, or pass --force "
                           "to add only what is missing")
         store.start_message_restore()
-        jsonl = {layout.session_path(d["session_id"]): d for d in ordered}
-        contents = dict(gitrepo.read_files(repo, [p for p in jsonl if p in files]))
         for done, doc in enumerate(ordered, start=1):
             sid = doc["session_id"]
+            progress(done, len(ordered))
             if doc.get("parent_session_id") and doc["parent_session_id"] not in restored:
                 _skip(result, layout.meta_path(sid), f"its parent {doc['parent_session_id']} was not restored")
                 continue
             file = layout.session_path(sid)
-            rows = _messages(file, contents.get(file, b""), doc, result.bad_lines)
+            lines = reader.lines(file, max_line=max_line) if file in files else iter(())
+            rows = _Rows(file, lines, doc, result.bad_lines)
             try:
                 with conn.transaction():
                     store.restore_session(doc)
@@ -105,26 +119,10 @@ def restore(db: Database, path: str | Path, *, force: bool = False,
             except psycopg.Error as exc:
                 _skip(result, layout.meta_path(sid), f"the database refused the session: {_reason(exc)}")
                 continue
-            restored[sid] = rows[-1].seq if rows else (doc.get("fork_seq") or 0)
-            progress(done, len(ordered))
-        for snap in snapshots:
-            if snap.session_id not in restored:
-                result.warnings.append(f"snapshot {snap.snapshot_id}: session {snap.session_id} was not restored")
-                continue
-            if snap.up_to_seq > restored[snap.session_id]:
-                result.warnings.append(f"snapshot {snap.snapshot_id}: up to seq {snap.up_to_seq}, beyond the "
-                                       f"restored part of {snap.session_id} (seq {restored[snap.session_id]}); left out")
-                continue
-            try:
-                with conn.transaction():
-                    store.restore_snapshot({"snapshot_id": snap.snapshot_id, "session_id": snap.session_id,
-                                            "project_id": snap.project_id, "up_to_seq": snap.up_to_seq,
-                                            "commit_msg": snap.commit_msg, "meta": snap.meta,
-                                            "created_by": snap.created_by, "created_at": snap.created_at})
-            except psycopg.Error as exc:
-                result.warnings.append(f"snapshot {snap.snapshot_id}: the database refused it: {_reason(exc)}")
-                continue
-            result.snapshots += 1
+            finally:
+                rows.close()
+            restored[sid] = rows.last_seq
+        _restore_snapshots(store, conn, snapshots, restored, result)
         for doc in ordered:
             if doc["session_id"] in restored and doc.get("parent_snapshot_id") is not None \
                     and doc.get("parent_session_id"):
@@ -136,10 +134,32 @@ def restore(db: Database, path: str | Path, *, force: bool = False,
     return result
 
 
-def read_snapshots(repo: Path) -> list[layout.SnapshotInfo]:
-    """Snapshots from the snapshot commits on main, oldest first, each id once."""
+def _restore_snapshots(store: ArchiveStore, conn: psycopg.Connection, snapshots: list[layout.SnapshotInfo],
+                       restored: dict[str, int], result: RestoreResult) -> None:
+    for snap in snapshots:
+        if snap.session_id not in restored:
+            result.warnings.append(f"snapshot {snap.snapshot_id}: session {snap.session_id} was not restored")
+            continue
+        if snap.up_to_seq > restored[snap.session_id]:
+            result.warnings.append(f"snapshot {snap.snapshot_id}: up to seq {snap.up_to_seq}, beyond the "
+                                   f"restored part of {snap.session_id} (seq {restored[snap.session_id]}); left out")
+            continue
+        try:
+            with conn.transaction():
+                store.restore_snapshot({"snapshot_id": snap.snapshot_id, "session_id": snap.session_id,
+                                        "project_id": snap.project_id, "up_to_seq": snap.up_to_seq,
+                                        "commit_msg": snap.commit_msg, "meta": snap.meta,
+                                        "created_by": snap.created_by, "created_at": snap.created_at})
+        except psycopg.Error as exc:
+            result.warnings.append(f"snapshot {snap.snapshot_id}: the database refused it: {_reason(exc)}")
+            continue
+        result.snapshots += 1
+
+
+def read_snapshots(repo: Path, rev: str = layout.BRANCH) -> list[layout.SnapshotInfo]:
+    """Snapshots from the snapshot commits on main (or `rev`), oldest first, each id once."""
     found: dict[int, layout.SnapshotInfo] = {}
-    for message in gitrepo.commit_messages(repo):
+    for message in gitrepo.commit_messages(repo, rev=rev):
         try:
             info = layout.parse_commit_message(message)
         except (McpMemoryError, ValueError, KeyError, TypeError):
@@ -158,13 +178,21 @@ def _reason(exc: psycopg.Error) -> str:
     return exc.diag.message_primary or str(exc).splitlines()[0]
 
 
-def _read_metas(repo: Path, paths: list[str], result: RestoreResult) -> dict[str, dict[str, Any]]:
+def _read_metas(reader: BlobReader, paths: list[str], max_bytes: int,
+                result: RestoreResult) -> dict[str, dict[str, Any]]:
     docs = {}
-    for path, data in gitrepo.read_files(repo, paths):
+    for path in paths:
+        data = _whole(reader, path, max_bytes)
+        if data is None:
+            _skip(result, path, f"larger than {max_bytes} bytes, far more than a session's meta holds")
+            continue
         try:
             doc = layout.parse_meta(data.decode(), where=path)
         except (McpMemoryError, UnicodeDecodeError) as exc:
             _skip(result, path, str(exc).removeprefix(f"{path}: "))
+            continue
+        except RecursionError:
+            _skip(result, path, "JSON nested too deeply")
             continue
         sid = doc["session_id"]
         if path != layout.meta_path(sid) or not SESSION_ID.match(sid):
@@ -174,54 +202,105 @@ def _read_metas(repo: Path, paths: list[str], result: RestoreResult) -> dict[str
     return docs
 
 
-def _parents_first(docs: dict[str, dict[str, Any]], warnings: list[str]) -> list[dict[str, Any]]:
-    """Sessions ordered so that a fork comes after its parent (foreign key); a fork whose parent is not
-    in the archive is restored without lineage, with a warning."""
-    def depth(sid: str, seen: frozenset[str] = frozenset()) -> int:
-        parent = docs[sid].get("parent_session_id")
-        return 0 if parent not in docs or parent in seen else 1 + depth(parent, seen | {sid})
+def _whole(reader: BlobReader, path: str, max_bytes: int) -> bytes | None:
+    """The file's content, or None when it is longer than max_bytes (read through, never held)."""
+    parts: list[bytes] = []
+    size = 0
+    for line in reader.lines(path, max_line=max_bytes):
+        size += line.size if isinstance(line, TooLong) else len(line) + 1
+        if size <= max_bytes and not isinstance(line, TooLong):
+            parts.append(line)
+        else:
+            parts.clear()
+    return b"\n".join(parts) if size <= max_bytes else None
 
+
+def _parents_first(docs: dict[str, dict[str, Any]],
+                   warnings: list[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Sessions ordered so that a fork comes after its parent (foreign key), breadth first from the
+    sessions without a parent: no recursion, so a chain of any depth is fine. A fork whose parent is not
+    in the archive is restored without lineage, with a warning. Returns (ordered, the sessions on or
+    below a lineage cycle, which no order can satisfy)."""
     for doc in docs.values():
         if doc.get("parent_session_id") and doc["parent_session_id"] not in docs:
             warnings.append(f"{doc['session_id']}: parent {doc['parent_session_id']} is not in the archive; "
                             "restored without its inherited history")
             doc.update(parent_session_id=None, fork_seq=None, parent_snapshot_id=None)
-    return sorted(docs.values(), key=lambda d: (depth(d["session_id"]), d["session_id"]))
+    children: dict[str, list[str]] = defaultdict(list)
+    queue: deque[str] = deque()
+    for sid in sorted(docs):
+        parent = docs[sid].get("parent_session_id")
+        if parent:
+            children[parent].append(sid)
+        else:
+            queue.append(sid)
+    ordered = []
+    while queue:
+        sid = queue.popleft()
+        ordered.append(docs[sid])
+        queue.extend(children.pop(sid, ()))
+    placed = {d["session_id"] for d in ordered}
+    return ordered, [docs[sid] for sid in sorted(docs) if sid not in placed]
 
 
-def _messages(path: str, data: bytes, doc: dict[str, Any], bad: list[BadLine]) -> list[RestoredMessage]:
-    """The session's lines up to the first bad one (which, with the count of lines after it, is added
-    to `bad`): seqs must run on from the fork point without a gap."""
-    sid, rows = doc["session_id"], []
-    expected = (doc.get("fork_seq") or 0) + 1
-    lines = data.splitlines()
-    for number, raw in enumerate(lines, start=1):
-        try:
-            m = layout.parse_line(raw.decode(), where=f"{path}:{number}")
-            if m.session_id != sid:
-                raise Invalid(f"a line of session {m.session_id}")
-            if m.seq != expected:
-                raise Invalid(f"seq {m.seq} where {expected} was expected")
-            if _has_nul(m.payload) or m.role not in ("system", "user", "assistant", "tool"):
-                raise Invalid("a value the database cannot store (NUL or an unknown role)")
-        except (McpMemoryError, UnicodeDecodeError) as exc:
-            why = str(exc).removeprefix(f"{path}:{number}: ")
-            after = len(lines) - number
-            tail = f"; session restored up to seq {expected - 1}" + (f", {after} later line(s) left out" if after else "")
-            bad.append(BadLine(path, number, why + tail))
-            break
-        rows.append(RestoredMessage(session_id=sid, seq=m.seq, project_id=doc["project_id"], append_id=m.append_id,
-                                    role=m.role, payload=m.payload, payload_hash=m.digest, created_at=m.created_at))
-        expected += 1
-    return rows
+class _Rows:
+    """A session's lines as restored rows, streamed into COPY, up to the first bad one (which, with the
+    count of lines after it, is added to `bad`): seqs must run on from the fork point without a gap."""
+
+    def __init__(self, path: str, lines: Iterator[bytes | TooLong], doc: dict[str, Any], bad: list[BadLine]) -> None:
+        self.path, self.lines, self.doc, self.bad = path, lines, doc, bad
+        self.last_seq = doc.get("fork_seq") or 0
+
+    def close(self) -> None:
+        close = getattr(self.lines, "close", None)
+        if close is not None:
+            close()
+
+    def __iter__(self) -> Iterator[RestoredMessage]:
+        sid, expected = self.doc["session_id"], self.last_seq + 1
+        for number, raw in enumerate(self.lines, start=1):
+            try:
+                m = _parse(raw, f"{self.path}:{number}", sid, expected)
+            except (McpMemoryError, UnicodeDecodeError) as exc:
+                why = str(exc).removeprefix(f"{self.path}:{number}: ")
+                after = sum(1 for _ in self.lines)
+                tail = f"; session restored up to seq {expected - 1}" + (f", {after} later line(s) left out" if after else "")
+                self.bad.append(BadLine(self.path, number, why + tail))
+                return
+            yield RestoredMessage(session_id=sid, seq=m.seq, project_id=self.doc["project_id"],
+                                  append_id=m.append_id, role=m.role, payload=m.payload, payload_hash=m.digest,
+                                  created_at=m.created_at)
+            self.last_seq = expected
+            expected += 1
+
+
+def _parse(raw: bytes | TooLong, where: str, session_id: str, expected: int) -> layout.ArchivedMessage:
+    if isinstance(raw, TooLong):
+        raise Invalid(f"a line of {raw.size} bytes, longer than any message the server accepts")
+    try:
+        m = layout.parse_line(raw.decode(), where=where)
+    except RecursionError:  # JSON nested deeper than any message the server stores
+        raise Invalid("JSON nested too deeply") from None
+    if m.session_id != session_id:
+        raise Invalid(f"a line of session {m.session_id}")
+    if m.seq != expected:
+        raise Invalid(f"seq {m.seq} where {expected} was expected")
+    if _has_nul(m.payload) or m.role not in ("system", "user", "assistant", "tool"):
+        raise Invalid("a value the database cannot store (NUL or an unknown role)")
+    return m
 
 
 def _has_nul(value: Any) -> bool:
-    """PostgreSQL text and jsonb cannot hold U+0000."""
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_nul(v) for v in value)
+    """PostgreSQL text and jsonb cannot hold U+0000 (walked without recursion: any depth)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
     return False

@@ -50,7 +50,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         description="Every valid session is restored; a bad line (edited, out of order, unreadable) ends its "
         "session there and is listed as file:line with the reason; the exit code is then 1. "
         "Example: mcp-memory --dsn postgresql://…/new_db restore --from-archive ~/mcp-archive")
-    restore.add_argument("--from-archive", required=True, metavar="PATH", help="a clone of the archive repository")
+    restore.add_argument("--from-archive", required=True, metavar="PATH", help="the archive: a clone (any checked-out branch), a bare repository or a git URL "
+                         "(cloned to a temporary folder, removed afterwards)")
     restore.add_argument("--force", action="store_true", help="restore into a database that already has sessions "
                          "(existing rows are kept; only missing ones are added)")
     restore.add_argument("--json", action="store_true", help="print one JSON document (bad_lines: file, line, why)")
