@@ -1,3 +1,4 @@
+# ruff: noqa: F811  (tests take the imported fixture `world` by name)
 """A raw-SQL attacker holding one token, against what the database lends beyond its projects
 (migration 0014, README design note 7): shadowed built-ins, advisory locks, connection caps,
 values the write functions store, cross-project metadata, the gateway login of serve-http, and
@@ -14,8 +15,7 @@ import psycopg
 import pytest
 from psycopg import sql
 from test_security_support import connect_as, token_service
-from test_write_api import b_still_works, refused
-from test_write_api import world as _world  # noqa: F401 (the fixture `world`: projects A and B)
+from test_write_api import b_still_works, refused, world  # noqa: F401 (the fixture `world`: projects A and B)
 
 from mcp_memory.archive import layout
 from mcp_memory.cli import main
