@@ -149,7 +149,7 @@ class Database:
                 yield conn
         except Unavailable as exc:
             self.reset()
-            if isinstance(exc.__cause__, PoolTimeout | psycopg.OperationalError):
+            if isinstance(exc.__cause__, psycopg.errors.AdminShutdown) and not (armed and armed.fired):
                 self._explain_no_connection(exc)
             if armed is not None and armed.fired:
                 raise Unavailable(f"database unreachable, retry later (no answer within {armed.seconds:g} s: "
@@ -159,9 +159,9 @@ class Database:
             WATCHDOG.disarm(armed)
 
     def _explain_no_connection(self, exc: Unavailable) -> None:
-        """The pool gives up without saying why, and a revoked token's connections are ended like a
-        server restart's: one direct login tells a refused credential (`[forbidden]`, no retry
-        helps) from an unreachable server."""
+        """A revoked token's open connections are ended like those of a server shutting down: one
+        direct login tells a refused credential (`[forbidden]`, no retry helps) from a restart.
+        (A new pool then logs in directly first, in ensure_schema, which says the same.)"""
         try:
             with psycopg.connect(self.dsn(), connect_timeout=max(1, int(self.settings.connect_timeout))):
                 pass
