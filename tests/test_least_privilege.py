@@ -275,3 +275,43 @@ def test_a_revoked_token_is_forbidden_not_unavailable(make_token, owner_db, sett
             assert raised.value.code == "forbidden" and "revoked" in str(raised.value)
     finally:
         svc.db.close()
+
+
+def test_a_capture_hook_with_a_revoked_token_says_so_and_spools_nothing(make_token, owner_db, profile,
+                                                                         tmp_path: Path) -> None:
+    """The hook never fails the agent, but a refused credential is not an outage: it is reported on
+    stderr and by `doctor`, nothing is spooled forever, and the turns are read again after a new login."""
+    import sys
+
+    from agent_fixtures import FIXTURES
+
+    created = make_token("hook", ["s"])
+    source = max((FIXTURES / "claude-code").glob("*.jsonl"), key=lambda p: p.stat().st_size)
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(source.read_text())
+    hook = json.dumps({"hook_event_name": "Stop", "transcript_path": str(transcript), "session_id": "x",
+                       "cwd": str(tmp_path)})
+    env = {**profile, "MCP_MEMORY_PASSWORD": created.token}
+
+    def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "mcp_memory", "--dsn", created.dsn, *args], env=env,
+                              capture_output=True, text=True, timeout=120, input=stdin)
+
+    tokens.revoke(owner_db, created.role)
+    hooked = run("sync", "claude-code", "--hook", "--project", "s", stdin=hook)
+    assert hooked.returncode == 0 and hooked.stdout == ""  # never fails the agent
+    assert "[forbidden]" in hooked.stderr and "revoked" in hooked.stderr, hooked.stderr
+    spool = Path(profile["MCP_MEMORY_HOME"]) / "mcp-memory" / "spool"
+    assert not list(spool.glob("*.json"))  # nothing waits forever for a token that will never work
+    doctor = run("doctor", "--json")
+    assert doctor.returncode == 1
+    checks = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}
+    assert not checks["database"]["ok"] and "revoked" in checks["database"]["detail"]
+    assert not checks["capture"]["ok"] and "refused" in checks["capture"]["detail"]
+    renewed = make_token("hook2", ["s"])  # the admin issues a new token; the next run reads the turns again
+    again = subprocess.run([sys.executable, "-m", "mcp_memory", "--dsn", renewed.dsn, "sync", "claude-code", "--hook",
+                            "--project", "s"], env={**profile, "MCP_MEMORY_PASSWORD": renewed.token},
+                           capture_output=True, text=True, timeout=120, input=hook)
+    assert again.returncode == 0 and again.stderr == "", again.stderr
+    with owner_db.connect() as conn:
+        assert conn.execute("SELECT count(*) FROM messages WHERE project_id = 's'").fetchone()[0] > 0

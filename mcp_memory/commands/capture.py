@@ -34,9 +34,11 @@ def sync(settings: Settings, args: argparse.Namespace) -> int:
     try:
         payload = json.loads(sys.stdin.read() or "{}")
         _sync(settings, args, payload=payload)
+        _record_outcome(settings, None)
         return 0
     except Exception as exc:  # a hook must never fail or block the agent: log and move on
         _log_failure(settings, exc)
+        _record_outcome(settings, exc)
         return 0
 
 
@@ -95,6 +97,24 @@ def _save_cursor(settings: Settings, key: str, cursor: dict[str, Any]) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps({"key": key, "cursor": cursor}))
     os.replace(tmp, path)
+
+
+LAST_RUN = "sync-last.json"  # the outcome of the last hook run, for `doctor`
+
+
+def _record_outcome(settings: Settings, exc: BaseException | None) -> None:
+    """What the last hook run did: `doctor` reports a refused credential (a revoked or expired token:
+    nothing was stored or spooled, the hook reads the same turns again once a valid token is stored)."""
+    state = {"at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "ok": exc is None,
+             "code": exc.code if isinstance(exc, McpMemoryError) else (None if exc is None else "internal"),
+             "error": None if exc is None else (str(exc) if isinstance(exc, McpMemoryError) else type(exc).__name__)}
+    try:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        tmp = settings.data_dir / f".{LAST_RUN}.tmp"
+        tmp.write_text(json.dumps(state))
+        os.replace(tmp, settings.data_dir / LAST_RUN)
+    except OSError:
+        pass
 
 
 def _log_failure(settings: Settings, exc: BaseException) -> None:

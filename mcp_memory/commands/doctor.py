@@ -45,6 +45,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
                 if settings.embedded else "check the DSN, the network and the password (keyring or MCP_MEMORY_PASSWORD)")
         checks.append(Check("database", False, f"{exc} — {hint}"))
     checks.append(_credentials_check(settings))
+    checks.append(_capture_check(settings))
     checks.append(_keyring_check())
     checks.append(_archive_check(settings))
     checks.append(_semantic_check(settings))
@@ -56,6 +57,30 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         for c in checks:
             print(f"  [{'FAIL' if not c.ok else 'warn' if c.warning else 'ok'}] {c.name}: {c.detail}")
     return 1 if failed else 0
+
+
+def _capture_check(settings: Settings) -> Check:
+    """The last capture hook run (commands/capture.py) and what waits in the spool."""
+    import json
+
+    from ..spool import Spool
+    from .capture import LAST_RUN
+
+    spooled = Spool(settings.data_dir / "spool").count()
+    waiting = f"; {spooled} capture(s) spooled for the next run" if spooled else ""
+    try:
+        last = json.loads((settings.data_dir / LAST_RUN).read_text())
+    except (OSError, ValueError):
+        return Check("capture", True, "no capture hook has run here yet" + waiting, warning=bool(spooled))
+    if last.get("ok"):
+        return Check("capture", True, f"last hook run {last.get('at')} stored its turns" + waiting,
+                     warning=bool(spooled))
+    if last.get("code") == "forbidden":
+        return Check("capture", False, f"the last hook run ({last.get('at')}) was refused: {last.get('error')} — "
+                     "nothing was stored or spooled; the next run after `mcp-memory login` with a valid token "
+                     "reads the same turns again" + waiting)
+    return Check("capture", True, f"the last hook run ({last.get('at')}) failed: [{last.get('code')}] "
+                 f"{last.get('error')} (see sync.log)" + waiting, warning=True)
 
 
 def _config_check(settings: Settings) -> Check:

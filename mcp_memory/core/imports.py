@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..agents.base import NeutralSession
-from ..errors import Invalid, McpMemoryError, Unavailable
+from ..errors import Invalid, McpMemoryError, Unauthorized, Unavailable
 from ..schema import MessageIn
 from ..store.core_store import Store
 from ..store.imports_store import Relay, ensure_session, find_relays, fork_for_relay, record_relay
@@ -77,8 +77,8 @@ def store_sessions(
             else:
                 ids[neutral.native_id] = sid
                 _store(service, neutral, sid, project, ids.get(neutral.parent_native_id or ""), result)
-        except Unavailable:
-            raise  # the caller decides: fail, or spool for later (sync)
+        except (Unavailable, Unauthorized):
+            raise  # the caller decides: fail, or spool for later (sync); a refused credential fails them all
         except McpMemoryError as exc:
             result.error = exc.render()
         results[index] = result
