@@ -315,3 +315,51 @@ def test_a_capture_hook_with_a_revoked_token_says_so_and_spools_nothing(make_tok
     assert again.returncode == 0 and again.stderr == "", again.stderr
     with owner_db.connect() as conn:
         assert conn.execute("SELECT count(*) FROM messages WHERE project_id = 's'").fetchone()[0] > 0
+
+
+def test_an_expired_token_is_forbidden_everywhere(make_token, owner_db, settings, rest_server_for) -> None:
+    created = tokens.create(owner_db, name=f"mmtest_exp_{__import__('uuid').uuid4().hex[:8]}", projects=["A"],
+                            expires=tokens.check_expires("90min"))
+    try:
+        listed = {t.role: t for t in tokens.list_(owner_db)}
+        assert listed[created.role].expires is not None
+        with connect_as(created) as conn:  # valid for now
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+        with owner_db.connect(autocommit=True) as conn:
+            conn.execute(sql.SQL("ALTER ROLE {} VALID UNTIL '2000-01-01'").format(sql.Identifier(created.role)))
+        svc = token_service(settings, created)
+        try:
+            with pytest.raises(Forbidden, match="expired"):
+                svc.create_session("A")
+        finally:
+            svc.db.close()
+        reply = rest_server_for(settings).call("GET", "/v1/sessions", token=created.token)
+        assert reply.status == 401 and reply.body["error"]["code"] == "forbidden"
+    finally:
+        tokens.revoke(owner_db, created.role)
+    for bad in ("0d", "forever", "4000d"):
+        with pytest.raises(Invalid, match="--expires"):
+            tokens.check_expires(bad)
+
+
+@pytest.fixture
+def rest_server_for(owner_db):
+    """A REST server on the owner's pool (as the tests of test_rest.py run it), started on demand."""
+    from contextlib import ExitStack
+
+    from test_rest import Server
+
+    from mcp_memory.http.app import HttpOptions, create_app
+    from mcp_memory.http.auth import TokenRegistry
+    from mcp_memory.wiring import build
+
+    stack = ExitStack()
+
+    def start(settings):
+        registry = TokenRegistry(settings, owner_db.dsn(), lambda s: build(s, application_name="mcp-memory test"),
+                                 recheck_seconds=0)
+        stack.callback(registry.close)
+        return stack.enter_context(Server(create_app(registry, HttpOptions(rate_limit=0))))
+
+    with stack:
+        yield start

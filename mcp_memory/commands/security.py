@@ -1,4 +1,4 @@
-"""`mcp-memory token create | list | revoke`, `mcp-memory login`, `mcp-memory serve-http`."""
+"""`mcp-memory token create | list | revoke | gateway`, `mcp-memory login`, `mcp-memory serve-http`."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 import getpass
 import sys
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from ..config import Settings
@@ -33,6 +34,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     create.add_argument("--archiver", action="store_true",
                         help="for `mcp-memory archive`: reads its projects (all without --project), "
                         "updates export_jobs")
+    create.add_argument("--expires", metavar="DURATION",
+                        help="the token stops working after this long, e.g. 90min, 12h or 30d (default: never)")
     create.add_argument("--connection-limit", type=int, metavar="N",
                         help="most connections the role may hold at once (default 20)")
     create.add_argument("--statement-timeout", metavar="DURATION",
@@ -97,6 +100,8 @@ def token(settings: Settings, args: argparse.Namespace) -> int:
             for r in rows:
                 mode = "archiver" if r.archiver else "read-only" if r.read_only else "read-write"
                 state = "" if r.can_login else "  (login disabled)"
+                if r.expires is not None:
+                    state += f"  (expire{'d' if r.expires <= datetime.now(UTC) else 's'} {r.expires:%Y-%m-%d %H:%M %Z})"
                 print(f"{r.role:<24} {mode:<10} {','.join(r.projects):<30} {r.connections} connection(s){state}")
             if not rows:
                 print("no tokens")
@@ -115,12 +120,14 @@ def _create(db: Database, args: argparse.Namespace) -> int:
     limits = tokens.check_limits(connections=args.connection_limit, statement_timeout=args.statement_timeout,
                                  idle_timeout=args.idle_timeout, lock_timeout=args.lock_timeout)
     created = tokens.create(db, name=args.name, projects=args.project, read_only=args.read_only,
-                            archiver=args.archiver, limits=limits)
+                            archiver=args.archiver, limits=limits, expires=tokens.check_expires(args.expires))
     if args.json:
-        print_json({"name": created.name, "role": created.role, "token": created.token, "dsn": created.dsn})
+        print_json({"name": created.name, "role": created.role, "token": created.token, "dsn": created.dsn,
+                    "expires": created.expires.isoformat() if created.expires else None})
         return 0
     mode = "archiver" if created.archiver else "read-only" if created.read_only else "read-write"
-    print(f"token for role {created.role} ({mode}; projects: {', '.join(created.projects)}) — shown once:\n")
+    until = f"; expires {created.expires:%Y-%m-%d %H:%M} UTC" if created.expires else ""
+    print(f"token for role {created.role} ({mode}; projects: {', '.join(created.projects)}{until}) — shown once:\n")
     print(f"  {created.token}\n")
     print(f"on the host:  mcp-memory login --dsn '{created.dsn}'   (then paste the token)")
     return 0
@@ -144,7 +151,8 @@ def _row_json(r) -> dict:
     return {"name": r.role, "role": r.role, "projects": r.projects, "read_only": r.read_only,
             "archiver": r.archiver, "created_by": r.created_by,
             "created_at": r.created_at.isoformat() if r.created_at else None,
-            "can_login": r.can_login, "connections": r.connections}
+            "can_login": r.can_login, "connections": r.connections,
+            "expires": r.expires.isoformat() if r.expires else None}
 
 
 def login(settings: Settings, args: argparse.Namespace) -> int:

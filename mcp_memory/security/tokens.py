@@ -14,6 +14,7 @@ import hmac
 import re
 import secrets
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
@@ -39,6 +40,7 @@ class CreatedToken:
     projects: list[str]
     read_only: bool
     archiver: bool
+    expires: datetime | None = None
 
 
 def check_name(name: str) -> str:
@@ -81,6 +83,23 @@ def check_limits(*, connections: int | None = None, statement_timeout: str | Non
                        lock_timeout=lock_timeout or defaults.lock_timeout)
 
 
+_EXPIRES = re.compile(r"^([1-9][0-9]{0,5})(min|h|d)$")
+
+
+def check_expires(value: str | None) -> datetime | None:
+    """`--expires 30d` (min, h or d) → the moment the token stops working (UTC)."""
+    if value is None:
+        return None
+    match = _EXPIRES.match(value.strip())
+    if not match:
+        raise Invalid(f"--expires must be a duration such as 90min, 12h or 30d (got {value!r})")
+    amount, unit = int(match.group(1)), match.group(2)
+    delta = {"min": timedelta(minutes=amount), "h": timedelta(hours=amount), "d": timedelta(days=amount)}[unit]
+    if delta > timedelta(days=3650):
+        raise Invalid("--expires must be at most 3650 days")
+    return datetime.now(UTC) + delta
+
+
 def new_token(role: str) -> str:
     return f"{PREFIX}.{role}.{secrets.token_urlsafe(32)}"
 
@@ -116,7 +135,8 @@ def role_dsn(dsn: str, role: str, *, password: str | None = None) -> str:
 
 
 def create(db: Database, *, name: str, projects: list[str] | None, read_only: bool = False,
-           archiver: bool = False, limits: TokenLimits | None = None) -> CreatedToken:
+           archiver: bool = False, limits: TokenLimits | None = None,
+           expires: datetime | None = None) -> CreatedToken:
     """Create the role and its scope in one transaction (needs the owner DSN: CREATEROLE)."""
     role = check_name(name)
     scope = check_projects(projects, archiver=archiver)
@@ -125,9 +145,10 @@ def create(db: Database, *, name: str, projects: list[str] | None, read_only: bo
     token = new_token(role)
     with db.transaction() as conn:
         SecurityStore(conn).create_role(role, token=token, groups=groups, read_only=read_only, archiver=archiver,
-                                        projects=scope, token_sha256=token_digest(token), limits=limits)
+                                        projects=scope, token_sha256=token_digest(token), limits=limits,
+                                        expires=expires)
     return CreatedToken(name=name, role=role, token=token, dsn=role_dsn(db.dsn(), role), projects=scope,
-                        read_only=read_only, archiver=archiver)
+                        read_only=read_only, archiver=archiver, expires=expires)
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ class TokenRow:
     can_login: bool = True
     connections: int = 0
     token_sha256: bytes | None = None
+    expires: datetime | None = None
 
 
 class SecurityStore:
@@ -60,6 +61,7 @@ class SecurityStore:
     def create_role(
         self, role: str, *, token: str, groups: Sequence[str], read_only: bool, archiver: bool,
         projects: Sequence[str], token_sha256: bytes, limits: TokenLimits | None = None,
+        expires: datetime | None = None,
     ) -> str:
         """Create the LOGIN role with its groups and scope rows; return the schema it must reach."""
         if not self._value("security_groups_present"):
@@ -68,9 +70,10 @@ class SecurityStore:
         if self._value("security_role_exists", {"role": role}):
             raise Conflict(f"a database role named {role} already exists; choose another --name")
         verifier = self.conn.pgconn.encrypt_password(token.encode(), role.encode(), b"scram-sha-256").decode()
+        until = sql.SQL("VALID UNTIL {} ").format(sql.Literal(expires.isoformat())) if expires else sql.SQL("")
         statement = sql.SQL("CREATE ROLE {role} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION "
-                            "PASSWORD {password} IN ROLE {groups}").format(
-            role=sql.Identifier(role), password=sql.Literal(verifier),
+                            "PASSWORD {password} {until}IN ROLE {groups}").format(
+            role=sql.Identifier(role), password=sql.Literal(verifier), until=until,
             groups=sql.SQL(", ").join(sql.Identifier(g) for g in groups))
         try:
             self.conn.execute(statement)
@@ -152,7 +155,7 @@ class SecurityStore:
             rows = cur.execute(q("security_list_tokens")).fetchall()
         return [TokenRow(role=r["role_name"], read_only=r["read_only"], archiver=r["archiver"],
                          projects=list(r["projects"]), created_by=r["created_by"], created_at=r["created_at"],
-                         can_login=r["can_login"], connections=r["connections"]) for r in rows]
+                         can_login=r["can_login"], connections=r["connections"], expires=r["expires"]) for r in rows]
 
     def remove_scope(self, role: str) -> None:
         """Step 1 of a revocation: no scope rows (row-level security now hides everything from the

@@ -24,7 +24,8 @@ SELECT t.role_name, t.read_only, t.archiver, t.created_by, t.created_at,
        coalesce(array_agg(p.project_id ORDER BY p.project_id) FILTER (WHERE p.project_id IS NOT NULL), '{}')
            AS projects,
        EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = t.role_name AND r.rolcanlogin) AS can_login,
-       (SELECT count(*) FROM pg_stat_activity a WHERE a.usename = t.role_name) AS connections
+       (SELECT count(*) FROM pg_stat_activity a WHERE a.usename = t.role_name) AS connections,
+       (SELECT nullif(r.rolvaliduntil, 'infinity') FROM pg_roles r WHERE r.rolname = t.role_name) AS expires
 FROM access_tokens t LEFT JOIN access_token_projects p ON p.role_name = t.role_name
 GROUP BY t.role_name
 ORDER BY t.role_name;
