@@ -21,7 +21,7 @@ from mcp_memory.archive import layout
 from mcp_memory.cli import main
 from mcp_memory.core.messages import payload_digest
 from mcp_memory.core.service import Service
-from mcp_memory.errors import Forbidden, Invalid
+from mcp_memory.errors import Forbidden, Invalid, NotFound
 from mcp_memory.http.server import prepare
 from mcp_memory.security import tokens
 from mcp_memory.store import migrate
@@ -363,3 +363,43 @@ def rest_server_for(owner_db):
 
     with stack:
         yield start
+
+
+def test_rotation_keeps_the_old_token_for_the_grace_period_then_only_the_new(
+        make_token, owner_db, settings, rest_server_for, profile, capsys, monkeypatch) -> None:
+    name = f"mmtest_rot_{__import__('uuid').uuid4().hex[:8]}"
+    first = tokens.create(owner_db, name=name, projects=["A", "B"], read_only=True,
+                          limits=tokens.check_limits(connections=3))
+    try:
+        for key, value in profile.items():
+            monkeypatch.setenv(key, value)
+        assert main(["--dsn", settings.dsn, "token", "rotate", name, "--grace", "1h", "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["name"] == name and out["role"] == f"{name}_r2" and out["previous"] == [name]
+        second = tokens.CreatedToken(name=name, role=out["role"], token=out["token"], dsn=out["dsn"],
+                                     projects=["A", "B"], read_only=True, archiver=False)
+        server = rest_server_for(settings)
+        for created in (first, second):  # both work during the grace period, with the same scope
+            with connect_as(created) as conn:
+                scope = [p for (p,) in conn.execute("SELECT project_id FROM access_token_projects ORDER BY 1")]
+                assert scope == ["A", "B"]
+                assert "read-only" in refused(conn, "SELECT mm_create_session('ses_x', 'A', NULL, NULL, '{}')")
+            assert server.call("GET", "/v1/sessions", token=created.token).status == 200
+        with owner_db.connect() as conn:
+            assert conn.execute("SELECT rolconnlimit FROM pg_roles WHERE rolname = %s",
+                                (second.role,)).fetchone() == (3,)
+        assert main(["--dsn", settings.dsn, "token", "rotate", name, "--grace", "0s", "--json"]) == 0
+        third = json.loads(capsys.readouterr().out)
+        assert third["role"] == f"{name}_r3" and sorted(third["previous"]) == sorted([name, f"{name}_r2"])
+        with pytest.raises(psycopg.OperationalError):  # grace 0: the earlier generations are over
+            connect_as(second)
+        assert server.call("GET", "/v1/sessions", token=first.token).status == 401
+        assert server.call("GET", "/v1/sessions", token=third["token"]).status == 200
+        listed = [t for t in tokens.list_(owner_db) if t.name == name]
+        assert {t.role for t in listed} == {name, f"{name}_r2", f"{name}_r3"}
+    finally:
+        tokens.revoke(owner_db, name)  # every generation
+    with owner_db.connect() as conn:
+        assert conn.execute("SELECT count(*) FROM pg_roles WHERE rolname LIKE %s", (name + "%",)).fetchone() == (0,)
+    with pytest.raises(NotFound):
+        tokens.rotate(owner_db, name, grace=tokens.check_grace("1h"))

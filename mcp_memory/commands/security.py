@@ -1,4 +1,4 @@
-"""`mcp-memory token create | list | revoke | gateway`, `mcp-memory login`, `mcp-memory serve-http`."""
+"""`mcp-memory token create | list | rotate | revoke | gateway`, `mcp-memory login`, `mcp-memory serve-http`."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     raw = argparse.RawDescriptionHelpFormatter
     token = sub.add_parser(
-        "token", help="token-scoped database roles: create, list, revoke (run with the owner DSN)",
+        "token", help="token-scoped database roles: create, list, rotate, revoke, gateway (run with the owner DSN)",
         description="A token is the password of a database role limited to some projects by row-level "
         "security.\nExamples:\n  mcp-memory --dsn postgresql://owner@db/mem token create --name host-a --project web\n"
         "  mcp-memory token create --name archiver --archiver --json\n"
@@ -48,6 +48,16 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     listing.add_argument("--json", action="store_true", help="print one JSON document")
     revoke = actions.add_parser("revoke", help="drop the role; its open connections end")
     revoke.add_argument("name")
+    rotate = actions.add_parser(
+        "rotate", help="a new token for NAME; the old one keeps working for the grace period",
+        description="Example: mcp-memory token rotate host-a --grace 1h\n"
+        "  (then on host-a: mcp-memory login --dsn '<printed dsn>')", formatter_class=raw)
+    rotate.add_argument("name")
+    rotate.add_argument("--grace", default="1h", metavar="DURATION",
+                        help="how long the old token still works, e.g. 0s, 15min, 1h (default 1h)")
+    rotate.add_argument("--expires", metavar="DURATION", help="the new token stops working after this long")
+    rotate.add_argument("--json", action="store_true",
+                        help='print {"name", "role", "token", "dsn", "previous", "previous_valid_until"}')
     gateway = actions.add_parser(
         "gateway", help="create the login serve-http uses: it can SET ROLE to token roles, reads nothing itself",
         description="Example: mcp-memory token gateway --name rest-gw\n"
@@ -92,6 +102,8 @@ def token(settings: Settings, args: argparse.Namespace) -> int:
             return _create(db, args)
         if args.token_action == "gateway":
             return _gateway(db, args)
+        if args.token_action == "rotate":
+            return _rotate(db, args)
         if args.token_action == "list":
             rows = tokens.list_(db)
             if args.json:
@@ -133,6 +145,24 @@ def _create(db: Database, args: argparse.Namespace) -> int:
     return 0
 
 
+def _rotate(db: Database, args: argparse.Namespace) -> int:
+    from ..security import tokens
+
+    rotated = tokens.rotate(db, args.name, grace=tokens.check_grace(args.grace),
+                            expires=tokens.check_expires(args.expires))
+    new = rotated.created
+    if args.json:
+        print_json({"name": new.name, "role": new.role, "token": new.token, "dsn": new.dsn,
+                    "expires": new.expires.isoformat() if new.expires else None, "previous": rotated.previous,
+                    "previous_valid_until": rotated.grace_until.isoformat()})
+        return 0
+    print(f"new token for {new.name} (role {new.role}; projects: {', '.join(new.projects)}) — shown once:\n")
+    print(f"  {new.token}\n")
+    print(f"the old token ({', '.join(rotated.previous)}) works until {rotated.grace_until:%Y-%m-%d %H:%M:%S} UTC")
+    print(f"on the host:  mcp-memory login --dsn '{new.dsn}'   (then paste the new token)")
+    return 0
+
+
 def _gateway(db: Database, args: argparse.Namespace) -> int:
     from ..security import tokens
 
@@ -148,7 +178,7 @@ def _gateway(db: Database, args: argparse.Namespace) -> int:
 
 
 def _row_json(r) -> dict:
-    return {"name": r.role, "role": r.role, "projects": r.projects, "read_only": r.read_only,
+    return {"name": r.name or r.role, "role": r.role, "projects": r.projects, "read_only": r.read_only,
             "archiver": r.archiver, "created_by": r.created_by,
             "created_at": r.created_at.isoformat() if r.created_at else None,
             "can_login": r.can_login, "connections": r.connections,

@@ -13,13 +13,13 @@ import hashlib
 import hmac
 import re
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from ..errors import Invalid, Unauthorized, Unavailable
+from ..errors import Invalid, NotFound, Unauthorized, Unavailable
 from ..store.db import LOGIN_REFUSED, Database
 from ..store.security_store import GROUP_ARCHIVER, GROUP_RO, GROUP_RW, SecurityStore, TokenLimits, TokenRow
 
@@ -190,14 +190,76 @@ def list_(db: Database) -> list[TokenRow]:
         return SecurityStore(conn).list_tokens()
 
 
+@dataclass(frozen=True)
+class RotatedToken:
+    created: CreatedToken
+    previous: list[str]  # the roles of earlier generations, valid until `grace_until`
+    grace_until: datetime
+
+
+_GRACE = re.compile(r"^(0|[1-9][0-9]{0,5})(s|min|h|d)$")
+
+
+def check_grace(value: str) -> timedelta:
+    match = _GRACE.match(value.strip())
+    if not match:
+        raise Invalid(f"--grace must be a duration such as 0s, 15min, 1h or 2d (got {value!r})")
+    amount, unit = int(match.group(1)), match.group(2)
+    delta = {"s": timedelta(seconds=amount), "min": timedelta(minutes=amount), "h": timedelta(hours=amount),
+             "d": timedelta(days=amount)}[unit]
+    if delta > timedelta(days=30):
+        raise Invalid("--grace must be at most 30 days")
+    return delta
+
+
+def rotate(db: Database, name: str, *, grace: timedelta, expires: datetime | None = None) -> RotatedToken:
+    """A new token for `name`: a new role (`<name>_r<n>`) with the same projects, mode and connection
+    limit, and the earlier roles' logins ending after `grace` (a PostgreSQL role has one password, so
+    old and new can both log in only as two roles). Revoking `name` revokes every generation."""
+    with db.transaction() as conn:
+        generations = SecurityStore(conn).generations(name)
+    if not generations:
+        raise NotFound(f"no token named {name}")
+    latest = generations[0]
+    number = len(generations) + 1
+    role = f"{name}_r{number}"
+    if len(role) > 63:
+        raise Invalid(f"token {name} has too long a name to rotate (its new role {role} would pass 63 characters)")
+    token = new_token(role)
+    groups = [GROUP_ARCHIVER] if latest["archiver"] else [GROUP_RO if latest["read_only"] else GROUP_RW]
+    limits = replace(TokenLimits(), connections=latest["connection_limit"]) \
+        if latest["connection_limit"] and latest["connection_limit"] > 0 else TokenLimits()
+    grace_until = datetime.now(UTC) + grace
+    with db.transaction() as conn:
+        store = SecurityStore(conn)
+        store.create_role(role, token=token, groups=groups, read_only=latest["read_only"], archiver=latest["archiver"],
+                          projects=list(latest["projects"]), token_sha256=token_digest(token), limits=limits,
+                          expires=expires, token_name=name)
+        previous = []
+        for old in generations:
+            if old["valid_until"] is None or old["valid_until"] > grace_until:
+                store.expire(old["role_name"], grace_until)
+            previous.append(old["role_name"])
+    created = CreatedToken(name=name, role=role, token=token, dsn=role_dsn(db.dsn(), role),
+                           projects=list(latest["projects"]), read_only=latest["read_only"],
+                           archiver=latest["archiver"], expires=expires)
+    return RotatedToken(created=created, previous=previous, grace_until=grace_until)
+
+
 def revoke(db: Database, name: str) -> int | None:
-    """Scope removed and logins refused (committed first, so the revocation holds even if a later
-    step fails), then open connections ended and the role dropped. Returns the connections ended,
-    None when this owner may not end them (they then see and write nothing: no scope rows)."""
+    """Every role of token `name` (its rotations too; or the one role of that name): scope removed
+    and logins refused (committed first, so the revocation holds even if a later step fails), then
+    open connections ended and the role dropped. Returns the connections ended, None when this
+    owner may not end them (they then see and write nothing: no scope rows)."""
     with db.transaction() as conn:
-        SecurityStore(conn).remove_scope(name)
-    with db.transaction() as conn:
-        ended = SecurityStore(conn).terminate(name)
-    with db.transaction() as conn:
-        SecurityStore(conn).drop_role(name)
+        roles = [g["role_name"] for g in SecurityStore(conn).generations(name)] or [name]
+    ended: int | None = 0
+    for role in roles:
+        with db.transaction() as conn:
+            SecurityStore(conn).remove_scope(role)
+        with db.transaction() as conn:
+            count = SecurityStore(conn).terminate(role)
+        with db.transaction() as conn:
+            SecurityStore(conn).drop_role(role)
+        ended = None if ended is None or count is None else ended + count
     return ended

@@ -48,6 +48,7 @@ class TokenRow:
     connections: int = 0
     token_sha256: bytes | None = None
     expires: datetime | None = None
+    name: str | None = None  # the token's name: its first role's, shared by its rotations
 
 
 class SecurityStore:
@@ -61,7 +62,7 @@ class SecurityStore:
     def create_role(
         self, role: str, *, token: str, groups: Sequence[str], read_only: bool, archiver: bool,
         projects: Sequence[str], token_sha256: bytes, limits: TokenLimits | None = None,
-        expires: datetime | None = None,
+        expires: datetime | None = None, token_name: str | None = None,
     ) -> str:
         """Create the LOGIN role with its groups and scope rows; return the schema it must reach."""
         if not self._value("security_groups_present"):
@@ -89,8 +90,8 @@ class SecurityStore:
             self.conn.execute(sql.SQL("ALTER ROLE {role} IN DATABASE {db} SET search_path = {schema}").format(
                 role=sql.Identifier(role), db=sql.Identifier(self.conn.info.dbname),
                 schema=sql.Identifier(schema)))
-        self.conn.execute(q("security_insert_token"), {"role": role, "read_only": read_only,
-                                                        "archiver": archiver, "token_sha256": token_sha256})
+        self.conn.execute(q("security_insert_token"), {"role": role, "read_only": read_only, "archiver": archiver,
+                                                        "token_sha256": token_sha256, "token_name": token_name})
         for project in projects:
             self.conn.execute(q("security_insert_token_project"), {"role": role, "project_id": project})
         return schema
@@ -150,10 +151,19 @@ class SecurityStore:
     def login_is_owner(self) -> bool:
         return bool(self._value("security_login_is_owner"))
 
+    def generations(self, name: str) -> list[dict[str, Any]]:
+        """The roles of token `name`, newest first."""
+        with self.conn.cursor(row_factory=dict_row) as cur:
+            return cur.execute(q("security_token_generations"), {"name": name}).fetchall()
+
+    def expire(self, role: str, until: datetime) -> None:
+        self.conn.execute(sql.SQL("ALTER ROLE {role} VALID UNTIL {until}").format(
+            role=sql.Identifier(role), until=sql.Literal(until.isoformat())))
+
     def list_tokens(self) -> list[TokenRow]:
         with self.conn.cursor(row_factory=dict_row) as cur:
             rows = cur.execute(q("security_list_tokens")).fetchall()
-        return [TokenRow(role=r["role_name"], read_only=r["read_only"], archiver=r["archiver"],
+        return [TokenRow(role=r["role_name"], name=r["token_name"], read_only=r["read_only"], archiver=r["archiver"],
                          projects=list(r["projects"]), created_by=r["created_by"], created_at=r["created_at"],
                          can_login=r["can_login"], connections=r["connections"], expires=r["expires"]) for r in rows]
 

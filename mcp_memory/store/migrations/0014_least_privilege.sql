@@ -543,6 +543,10 @@ BEGIN
     RETURN known;
 END $$;
 
+-- Token rotation (`token rotate NAME`): each rotation is a new role of the same token name, so old
+-- and new both log in until the old one's VALID UNTIL (the grace period). NULL: the role's own name.
+ALTER TABLE access_tokens ADD COLUMN token_name text;
+
 -- 6. The gateway: logins that serve-http uses to act as token roles -----------------------------------
 
 DO $$

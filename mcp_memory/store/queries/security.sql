@@ -13,14 +13,24 @@ SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE c.oid = to_regclass('sessions');
 
 -- name: security_insert_token
-INSERT INTO access_tokens (role_name, read_only, archiver, token_sha256)
-VALUES (%(role)s, %(read_only)s, %(archiver)s, %(token_sha256)s);
+INSERT INTO access_tokens (role_name, read_only, archiver, token_sha256, token_name)
+VALUES (%(role)s, %(read_only)s, %(archiver)s, %(token_sha256)s, %(token_name)s);
+
+-- name: security_token_generations
+-- The roles of one token name (rotations), newest first, with what a new generation copies.
+SELECT t.role_name, t.read_only, t.archiver,
+       coalesce((SELECT array_agg(p.project_id ORDER BY p.project_id) FROM access_token_projects p
+                 WHERE p.role_name = t.role_name), '{}') AS projects,
+       r.rolconnlimit AS connection_limit, nullif(r.rolvaliduntil, 'infinity') AS valid_until
+FROM access_tokens t JOIN pg_roles r ON r.rolname = t.role_name
+WHERE coalesce(t.token_name, t.role_name) = %(name)s
+ORDER BY t.created_at DESC, t.role_name DESC;
 
 -- name: security_insert_token_project
 INSERT INTO access_token_projects (role_name, project_id) VALUES (%(role)s, %(project_id)s);
 
 -- name: security_list_tokens
-SELECT t.role_name, t.read_only, t.archiver, t.created_by, t.created_at,
+SELECT t.role_name, coalesce(t.token_name, t.role_name) AS token_name, t.read_only, t.archiver, t.created_by, t.created_at,
        coalesce(array_agg(p.project_id ORDER BY p.project_id) FILTER (WHERE p.project_id IS NOT NULL), '{}')
            AS projects,
        EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = t.role_name AND r.rolcanlogin) AS can_login,
@@ -28,7 +38,7 @@ SELECT t.role_name, t.read_only, t.archiver, t.created_by, t.created_at,
        (SELECT nullif(r.rolvaliduntil, 'infinity') FROM pg_roles r WHERE r.rolname = t.role_name) AS expires
 FROM access_tokens t LEFT JOIN access_token_projects p ON p.role_name = t.role_name
 GROUP BY t.role_name
-ORDER BY t.role_name;
+ORDER BY coalesce(t.token_name, t.role_name), t.created_at;
 
 -- name: security_delete_token
 DELETE FROM access_tokens WHERE role_name = %(role)s RETURNING role_name;
