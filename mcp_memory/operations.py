@@ -277,7 +277,9 @@ class Rest:
     method: str
     path: str
     status: int = 200
-    also: tuple[str, ...] = ()  # further methods accepted on the same path (e.g. GET for a fork)
+    # A write that a GET must never trigger (links, prefetchers, crawlers): GET on the path answers
+    # 405 with this hint and `Allow: <method>`.
+    get_refused: str = ""
 
 
 @dataclass(frozen=True)
@@ -314,7 +316,8 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("list_snapshots", "List snapshots", ListSnapshots, SnapshotList, "read",
               Rest("GET", "/v1/sessions/{session_id}/snapshots"), wrap="snapshots"),
     Operation("load_snapshot", "Fork from snapshot", LoadSnapshot, Forked, "write",
-              Rest("POST", "/v1/snapshots/{snapshot_id}/fork", 201, also=("GET",))),
+              Rest("POST", "/v1/snapshots/{snapshot_id}/fork", 201,
+                   get_refused="a fork creates a session, so it is made by POST only")),
     Operation("list_sessions", "List sessions", ListSessions, SessionList, "read",
               Rest("GET", "/v1/sessions")),
     Operation("update_session_meta", "Update session meta", UpdateSessionMeta, SessionOut, "idempotent",

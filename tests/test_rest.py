@@ -101,9 +101,8 @@ def test_scope_and_error_table(rest: Server, make_token, projects: dict[str, str
     snap = rest.call("POST", "/v1/snapshots", token=token, body={"session_id": sid, "commit_msg": "c"})
     assert snap.status == 201
     assert rest.call("GET", f"/v1/sessions/{sid}/snapshots", token=token).body["snapshots"]
-    for method in ("POST", "GET"):
-        fork = rest.call(method, f"/v1/snapshots/{snap.body['snapshot_id']}/fork", token=token)
-        assert fork.status == 201 and fork.body["session_id"] != sid
+    fork = rest.call("POST", f"/v1/snapshots/{snap.body['snapshot_id']}/fork", token=token)
+    assert fork.status == 201 and fork.body["session_id"] != sid
     # wrong scope: project B is invisible (404) and cannot be written (403)
     assert rest.call("GET", f"/v1/sessions/{projects['B']}", token=token).status == 404
     assert rest.call("POST", f"/v1/sessions/{projects['B']}/messages", token=token, body=MSG).status == 404
@@ -157,7 +156,8 @@ def test_openapi_document(rest: Server) -> None:
     for path in ("/v1/sessions", "/v1/sessions/{session_id}/messages", "/v1/snapshots/{snapshot_id}/fork",
                  "/v1/search", "/v1/decisions", "/v1/decisions/{decision_id}"):
         assert path in doc["paths"], path
-    assert set(doc["paths"]["/v1/snapshots/{snapshot_id}/fork"]) == {"get", "post"}
+    assert set(doc["paths"]["/v1/snapshots/{snapshot_id}/fork"]) == {"post"}  # a GET creates nothing: 405
+    assert "GET on this path answers 405" in doc["paths"]["/v1/snapshots/{snapshot_id}/fork"]["post"]["description"]
 
 
 def test_mcp_over_http_uses_the_token_scope(rest: Server, make_token, projects: dict[str, str]) -> None:

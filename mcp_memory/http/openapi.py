@@ -79,7 +79,8 @@ def _operation(endpoint: Endpoint, method: str, definitions: dict[str, Any]) -> 
     operation: dict[str, Any] = {
         "operationId": endpoint.name if main else f"{endpoint.name}_{method.lower()}",
         "summary": endpoint.op.title,
-        "description": endpoint.op.description,
+        "description": endpoint.op.description + (f" GET on this path answers 405 ({endpoint.op.rest.get_refused})."
+                                                  if endpoint.op.rest.get_refused else ""),
         "parameters": _path_params(endpoint, definitions) + [_param(p) for p in endpoint.query],
         "responses": {
             str(endpoint.status): {"description": "OK", "content": {"application/json": {

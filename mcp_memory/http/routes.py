@@ -164,7 +164,7 @@ def _runner(op: Operation) -> Callable[[Service, Call], BaseModel]:
 
 
 ENDPOINTS: tuple[Endpoint, ...] = tuple(
-    Endpoint(op, (op.rest.method, *op.rest.also), _runner(op), query_params(op), path_names(op.rest.path))
+    Endpoint(op, (op.rest.method,), _runner(op), query_params(op), path_names(op.rest.path))
     for op in OPERATIONS
 )
 
