@@ -277,7 +277,7 @@ class Rest:
     method: str
     path: str
     status: int = 200
-    also: tuple[str, ...] = ()  # further methods accepted on the same path (e.g. GET for a fork)
+    also: tuple[str, ...] = ()  # further methods accepted on the same path (CONTRACT: GET for a fork)
 
 
 @dataclass(frozen=True)

@@ -113,6 +113,14 @@ class MessageIn(_Strict):
             raise ValueError("must carry a time zone (RFC 3339, e.g. 2026-08-18T07:00:00Z)")
         return value.astimezone(UTC)
 
+    @field_validator("append_id")
+    @classmethod
+    def _storable_key(cls, value: str | None) -> str | None:
+        # payload text has U+0000 replaced; an idempotency key is compared as sent, so it is refused
+        if value is not None and "\x00" in value:
+            raise ValueError("must not contain U+0000 (PostgreSQL text cannot hold it)")
+        return value
+
     @field_serializer("created_at")
     def _rfc3339(self, value: datetime | None) -> str | None:
         return None if value is None else format_time(value)

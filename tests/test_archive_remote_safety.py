@@ -227,3 +227,22 @@ def test_archiver_status_restore_and_verify_never_follow_a_pushed_link(service: 
     assert main(["--dsn", settings.dsn, "archive", "verify", "--repo", str(clone), "--json"]) == 1
     differences = json.loads(capsys.readouterr().out)["differences"]
     assert any(d.startswith(layout.session_path(s.session_id) + ": a symbolic link") for d in differences)
+
+
+def test_a_link_an_older_archiver_adopted_is_named_and_never_written_through(tmp_path: Path) -> None:
+    file, folder = victims(tmp_path)
+    (folder / Path(layout.session_path(SID)).name).write_text(VICTIM_TEXT)
+    repo = tmp_path / "archive"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / layout.SESSIONS_DIR).symlink_to(folder, target_is_directory=True)
+    git(repo, "add", "-A")
+    git(repo, *AUTHOR, "commit", "-qm", "adopted before the check existed")
+    gitrepo.init(repo)
+    gitrepo.heal(repo)  # reset --hard and clean: git itself never follows the link either
+    with pytest.raises(gitrepo.UnsafeArchive, match="symbolic link"):
+        gitrepo.append_session_lines(repo, SID, [line(1)])
+    assert (folder / Path(layout.session_path(SID)).name).read_text() == VICTIM_TEXT and file.read_text() == VICTIM_TEXT
+    problems = gitrepo.inspect(repo)
+    assert any(p.startswith("the local main") and "sessions: a symbolic link" in p for p in problems)
+    assert any("symbolic link in the working tree" in p for p in problems)

@@ -151,7 +151,8 @@ def _answered_ok(w: Wire, request_id: int) -> bool:
 def test_server_goes_on_after_refusals(wire: Wire) -> None:
     wire.send_raw(b'{"jsonrpc": "2.0", "id": 8, "method": "tools/list", "params": {"x": NaN}')
     assert _answered(wire, 8).startswith("[invalid] request")
-    wire.send_raw(b"\xff\xfe not json")  # no id to answer: nothing is sent, nothing breaks
+    wire.send_raw(b"\xff\xfe not json")  # no id to answer: answered with id null, nothing breaks
+    assert _answered(wire, None).startswith("[invalid] request")
     wire.send({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
                "params": {"name": "create_session", "arguments": {"project_id": "fine"}}})
     reply = wire.reply(30)

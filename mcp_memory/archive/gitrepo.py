@@ -417,14 +417,14 @@ def refused_entries(repo: Path, rev: str = layout.BRANCH) -> list[tuple[str, str
     return [(path, why) for mode, path in tree_entries(repo, rev) if (why := layout.refused_entry(mode, path))]
 
 
-def check_tree(repo: Path, rev: str, *, what: str) -> None:
+def check_tree(repo: Path, rev: str, *, what: str, verdict: str = "was refused, nothing of it was checked out") -> None:
     """Raise UnsafeArchive naming the offending paths when `rev`'s tree is not purely an archive's."""
     refused = refused_entries(repo, rev)
     if refused:
         sha = git(repo, "rev-parse", "--short=12", rev).strip()
         listed = "; ".join(f"{path}: {why}" for path, why in refused[:5])
         more = f"; and {len(refused) - 5} more" if len(refused) > 5 else ""
-        raise UnsafeArchive(f"{what} ({sha}) was refused, nothing of it was checked out: {listed}{more}")
+        raise UnsafeArchive(f"{what} ({sha}) {verdict}: {listed}{more}")
 
 
 def inspect(repo: Path) -> list[str]:
@@ -434,13 +434,14 @@ def inspect(repo: Path) -> list[str]:
         return []
     problems = []
     local, theirs = head(repo), _remote_head(repo)
-    revs = {local: f"the local {layout.BRANCH}"}
+    revs = {local: (f"the local {layout.BRANCH}", "holds what an archive may not (adopted before this check?)")}
     if theirs != local:
-        revs[theirs] = f"the archive remote's {layout.BRANCH} (as last fetched)"
-    for rev, what in revs.items():
+        revs[theirs] = (f"the archive remote's {layout.BRANCH} (as last fetched)",
+                        "was refused, nothing of it was checked out")
+    for rev, (what, verdict) in revs.items():
         if rev is not None:
             try:
-                check_tree(repo, rev, what=what)
+                check_tree(repo, rev, what=what, verdict=verdict)
             except UnsafeArchive as exc:
                 problems.append(str(exc))
     for name in ("README.md", layout.SESSIONS_DIR):

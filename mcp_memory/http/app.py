@@ -11,9 +11,11 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .. import jsoncheck
 from ..core.service import Service
@@ -160,6 +162,30 @@ def _handler(gate: Gate, endpoint: Endpoint, options: HttpOptions):
     return handle
 
 
+class StrictFraming:
+    """Refuses, before any route sees it, a request whose body length is ambiguous: Content-Length
+    together with Transfer-Encoding, or Content-Length given twice. A proxy in front that reads the
+    other header would see a different request boundary (request smuggling); RFC 9112 §6.1 lets a
+    server reject such a message and requires it to close the connection afterwards."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            names = [name.lower() for name, _ in scope["headers"]]
+            lengths = names.count(b"content-length")
+            if lengths > 1 or (lengths and b"transfer-encoding" in names):
+                problem = ("Content-Length is given more than once" if lengths > 1 else
+                           "Content-Length and Transfer-Encoding are both given")
+                response = error_response(Invalid(f"request framing: {problem}; send exactly one of them "
+                                                  "(an ambiguous body length is refused)"))
+                response.headers["Connection"] = "close"
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 async def _openapi(request: Request) -> Response:
     return JSONResponse(document())
 
@@ -196,4 +222,5 @@ def create_app(registry: TokenRegistry, options: HttpOptions | None = None) -> S
             finally:
                 registry.close()
 
-    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error})
+    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error},
+                     middleware=[Middleware(StrictFraming)])

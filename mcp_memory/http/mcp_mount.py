@@ -16,16 +16,20 @@ from collections.abc import AsyncIterator
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
+import mcp_types as types
+import pydantic_core
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.types import Receive, Scope, Send
+from starlette.responses import Response
+from starlette.types import Message, Receive, Scope, Send
 
 from .. import jsoncheck
 from ..core.service import Service
-from ..errors import McpMemoryError
+from ..errors import Invalid, McpMemoryError
 from ..mcp.server import build_server
+from ..mcp.wire import INVALID_REQUEST, unusable_id
 from ..security.tokens import Unauthorized
 from .auth import bearer
 from .body import read_body, replay
@@ -89,4 +93,34 @@ class McpMount:
         except McpMemoryError as exc:
             await error_response(exc)(scope, receive, send)
             return
+        if scope["method"] == "POST":
+            body = await request.body()
+            problem = await run_in_threadpool(_unusable_id, body)
+            if problem:
+                answer = types.JSONRPCError(jsonrpc="2.0", id=None,
+                                            error=types.ErrorData(code=INVALID_REQUEST, message=Invalid(problem).render()))
+                await Response(answer.model_dump_json(by_alias=True), status_code=400,
+                               media_type="application/json")(scope, receive, send)
+                return
+            receive = _replay(body, receive)
         await self.asgi(scope, receive, send)
+
+
+def _unusable_id(body: bytes) -> str | None:
+    """Why a JSON-RPC body's id cannot be answered to (wire.unusable_id): the SDK would take such a
+    request for a notification and answer nothing. A body that does not parse is the SDK's to refuse."""
+    try:
+        value = pydantic_core.from_json(body)
+    except ValueError:
+        return None
+    return unusable_id(value)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """`receive` for the SDK after the body was read here: the body once, then the client's own events."""
+    pending = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def replay() -> Message:
+        return pending.pop() if pending else await receive()
+
+    return replay

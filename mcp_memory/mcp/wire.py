@@ -35,6 +35,7 @@ from .server import NUL_CLEANED
 PREFIX_BYTES = 64 * 1024  # what is kept of an oversized line, to answer its id
 _ID = re.compile(rb'"id"\s*:\s*(-?\d{1,30}|"[^"\\]{0,200}")')
 _METHOD = re.compile(rb'"method"\s*:\s*"([a-z/_]{1,64})"')
+PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
 
@@ -53,22 +54,42 @@ def read_line(stream: BinaryIO, limit: int) -> tuple[bytes, bool] | None:
     return prefix, True
 
 
+_UNPARSED = object()
+
+
 def screen(line: bytes, *, oversized: bool, limit: int) -> SessionMessage | types.JSONRPCMessage | None:
     """The message to hand to the session, the answer to send back instead, or None (nothing to do)."""
     if not oversized and not line.strip():
         return None
+    value: Any = _UNPARSED
     try:
         if oversized:
             raise Invalid(f"request: larger than the limit of {limit} bytes (limits.max_request_bytes)")
         value = jsoncheck.loads(line, limit=limit)
+        problem = unusable_id(value)
+        if problem:
+            raise Invalid(problem)
         _check_text(value)
         return SessionMessage(types.jsonrpc_message_adapter.validate_python(value, by_name=False))
     except Invalid as exc:
-        return refusal(line, exc)
+        return refusal(line, exc, value)
     except ValidationError as exc:
         first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": str(exc)}
         where = jsoncheck.field_name(str(p) for p in first.get("loc", ()))
-        return refusal(line, Invalid(f"request.{where}: {first.get('msg')} (not a JSON-RPC 2.0 message)"))
+        return refusal(line, Invalid(f"request.{where}: {first.get('msg')} (not a JSON-RPC 2.0 message)"), value)
+
+
+def unusable_id(value: Any) -> str | None:
+    """Why a parsed message's `id` cannot be answered to, or None (a usable id, or none: a notification).
+    Without this an id of null, a number with a fraction, true or an object made the message a
+    notification, which nothing answers: the client waited forever."""
+    if not isinstance(value, dict) or "id" not in value:
+        return None
+    request_id = value["id"]
+    if isinstance(request_id, str) or (isinstance(request_id, int) and not isinstance(request_id, bool)):
+        return None
+    kind = "null" if request_id is None else type(request_id).__name__.replace("dict", "object").replace("list", "array")
+    return f"request.id must be a string or an integer, got {kind} (JSON-RPC 2.0 as MCP uses it)"
 
 
 def _check_text(value: Any) -> None:
@@ -85,13 +106,22 @@ def _check_text(value: Any) -> None:
         raise Invalid(problem)
 
 
-def refusal(line: bytes, exc: Invalid) -> types.JSONRPCMessage | None:
-    """The answer to a refused line: a tool error for a tool call, else a JSON-RPC error; None for a
-    notification (nothing may answer it)."""
-    request_id = _peek(_ID, line)
-    if request_id is None:
+def refusal(line: bytes, exc: Invalid, value: Any = _UNPARSED) -> types.JSONRPCMessage | None:
+    """The answer to a refused line: a tool error for a tool call, else a JSON-RPC error — with id null
+    when the line has no usable id (JSON-RPC 2.0: a request whose id cannot be read is answered with a
+    null id); None for a notification (a method and no id at all: nothing may answer it)."""
+    if value is _UNPARSED:  # not parsed: what its prefix shows
+        request_id = _peek(_ID, line)
+        if request_id is None and _peek(_METHOD, line) is not None and b'"id"' not in line[:PREFIX_BYTES]:
+            return None
+    elif isinstance(value, dict) and "id" not in value and isinstance(value.get("method"), str):
         return None
+    else:
+        request_id = value.get("id") if isinstance(value, dict) and unusable_id(value) is None else None
     text = exc.render()
+    if request_id is None:
+        code = PARSE_ERROR if value is _UNPARSED else INVALID_REQUEST
+        return types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=text))
     if _peek(_METHOD, line) == "tools/call":
         result = types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
         return types.JSONRPCResponse(jsonrpc="2.0", id=request_id,

@@ -253,5 +253,22 @@ def _translate(exc: psycopg.Error) -> McpMemoryError | None:
                             "(ask for a new one: mcp-memory token create / token rotate; then mcp-memory login)")
     if isinstance(exc, psycopg.OperationalError):
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return Unavailable(f"database unreachable, retry later ({mask_dsn(reason)})")
+        return Unavailable(f"database unreachable, retry later ({without_location(mask_dsn(reason))})")
     return None
+
+
+# Where the database lives is the operator's business: errors reach REST and MCP clients, so the
+# driver's reason keeps what went wrong ("Connection refused") without the host, port or socket path.
+_LOCATIONS = (
+    (re.compile(r'connection to server (?:at "[^"]*"(?:, port \d+)?|on socket "[^"]*")'),
+     "connection to the database server"),
+    (re.compile(r"""(?:could not translate host name|failed to resolve host) ["'][^"']*["']( to address)?"""),
+     "could not resolve the database host name"),
+    (re.compile(r"""\b(?:host|hostaddr|port)\s*[:=]\s*(?:'[^']*'|"[^"]*"|[^\s,;]+)"""), "…"),
+)
+
+
+def without_location(reason: str) -> str:
+    for pattern, replacement in _LOCATIONS:
+        reason = pattern.sub(replacement, reason)
+    return reason
