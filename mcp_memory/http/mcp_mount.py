@@ -23,13 +23,13 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from .. import jsoncheck
 from ..core.service import Service
 from ..errors import Invalid, McpMemoryError
 from ..mcp.server import build_server
-from ..mcp.wire import INVALID_REQUEST, unusable_id
+from ..mcp.wire import INVALID_REQUEST, PARSE_ERROR, unusable_id
 from ..security.tokens import Unauthorized
 from .auth import bearer
 from .body import read_body, replay
@@ -84,25 +84,27 @@ class McpMount:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
+        raw = b""
         try:
             await self.gate.admit(request)
             if request.method == "POST":
                 raw = await read_body(request, self.max_body_bytes)
-                await run_in_threadpool(jsoncheck.loads, raw, limit=self.max_body_bytes, what="body")
-                receive = replay(raw, receive)
         except McpMemoryError as exc:
             await error_response(exc)(scope, receive, send)
             return
-        if scope["method"] == "POST":
-            body = await request.body()
-            problem = await run_in_threadpool(_unusable_id, body)
+        if request.method == "POST":
+            try:  # JSON-RPC wants an error with id null for a body that is no usable request
+                await run_in_threadpool(jsoncheck.loads, raw, limit=self.max_body_bytes, what="request")
+                problem, code = await run_in_threadpool(_unusable_id, raw), INVALID_REQUEST
+            except Invalid as exc:
+                problem, code = str(exc), PARSE_ERROR
             if problem:
                 answer = types.JSONRPCError(jsonrpc="2.0", id=None,
-                                            error=types.ErrorData(code=INVALID_REQUEST, message=Invalid(problem).render()))
+                                            error=types.ErrorData(code=code, message=Invalid(problem).render()))
                 await Response(answer.model_dump_json(by_alias=True), status_code=400,
                                media_type="application/json")(scope, receive, send)
                 return
-            receive = _replay(body, receive)
+            receive = replay(raw, receive)  # the SDK reads the body once more, from here
         await self.asgi(scope, receive, send)
 
 
@@ -114,13 +116,3 @@ def _unusable_id(body: bytes) -> str | None:
     except ValueError:
         return None
     return unusable_id(value)
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    """`receive` for the SDK after the body was read here: the body once, then the client's own events."""
-    pending = [{"type": "http.request", "body": body, "more_body": False}]
-
-    async def replay() -> Message:
-        return pending.pop() if pending else await receive()
-
-    return replay
