@@ -403,3 +403,104 @@ def test_rotation_keeps_the_old_token_for_the_grace_period_then_only_the_new(
         assert conn.execute("SELECT count(*) FROM pg_roles WHERE rolname LIKE %s", (name + "%",)).fetchone() == (0,)
     with pytest.raises(NotFound):
         tokens.rotate(owner_db, name, grace=tokens.check_grace("1h"))
+
+
+# Types a call's argument may have where the built-in's parameter is polymorphic or of another type,
+# so that a token's function with these types would match a call more closely than the built-in.
+_ALTERNATES = {
+    "any": ["text", "integer", "bigint", "jsonb", "boolean"], "anyelement": ["text", "integer", "bigint", "jsonb"],
+    "anynonarray": ["text", "integer", "bigint"], "anycompatible": ["text", "integer", "bigint"],
+    "anycompatiblenonarray": ["text", "integer"], "anyarray": ["text[]", "bigint[]", "integer[]"],
+    "anycompatiblearray": ["text[]", "bigint[]"], "name": ["text"], "bigint": ["integer"], '"char"': ["text"],
+    "double precision": ["numeric", "integer"], "integer": ["bigint"], "oid": ["integer", "bigint"],
+    "regclass": ["text"], "regrole": ["text"],
+}
+_POLYMORPHIC = {"anyelement", "anynonarray", "anycompatible", "anycompatiblenonarray", "anyarray",
+                "anycompatiblearray", "any", "record"}
+
+
+def _generated_shadows(conn: psycopg.Connection) -> list[str]:
+    """CREATE FUNCTION statements in public for every built-in our functions call by name, with each
+    inexact argument type a call could have (one parameter varied at a time, all varied, a variadic
+    list of 1–3), each raising when it runs."""
+    names = [n for (n,) in conn.execute(
+        "SELECT DISTINCT m[1] FROM pg_proc p, regexp_matches(p.prosrc, '([a-z_][a-z0-9_]*)\\s*\\(', 'g') m "
+        "WHERE p.pronamespace = 'public'::regnamespace AND (p.proname LIKE 'mm\\_%' OR p.proname LIKE 'mcp\\_%')")]
+    overloads = conn.execute(
+        "SELECT p.proname, array(SELECT format_type(t, NULL) FROM unnest(p.proargtypes) t), p.provariadic <> 0, "
+        "format_type(p.prorettype, NULL), p.proretset FROM pg_proc p "
+        "WHERE p.pronamespace = 'pg_catalog'::regnamespace AND p.prokind = 'f' AND p.proname = ANY (%s) "
+        "AND p.pronargs <= 4", (names,)).fetchall()
+    statements: set[str] = set()
+    for name, args, variadic, returns, retset in overloads:
+        if returns in ("internal", "trigger", "cstring", "event_trigger", "void") or "internal" in args:
+            continue
+        if returns in _POLYMORPHIC or returns.startswith("any"):
+            returns = "text"
+        signatures = [list(args)]
+        for i, arg in enumerate(args):
+            for alt in _ALTERNATES.get(arg, []):
+                signatures.append([*args[:i], alt, *args[i + 1:]])
+        signatures.append([_ALTERNATES.get(a, [a])[0] for a in args])
+        if variadic:
+            head = args[:-1]
+            for k in (1, 2, 3):
+                for alt in ("text", "integer", "bigint"):
+                    signatures.append([*head, *([alt] * k)])
+        for sig in signatures:
+            if any(t in _POLYMORPHIC or t.startswith("any") for t in sig):
+                continue
+            arglist = ", ".join(sig)
+            statements.add(
+                f"CREATE FUNCTION public.{name}({arglist}) RETURNS {'SETOF ' if retset else ''}{returns} "
+                f"LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'shadowed {name}({arglist})'; END $$")
+    return sorted(statements)
+
+
+def test_generated_shadows_of_every_called_built_in_never_run(world, make_token, service: Service, settings) -> None:
+    """The same attack, generated: every built-in the owner's functions call, shadowed with every
+    inexact argument type a call could carry. Every write, queue and index function then runs as a
+    token (and the queue functions as an archiver) without reaching one of them."""
+    writer, archiver = make_token("w", ["A"]), make_token("arch", ["A"], archiver=True)
+    with psycopg.connect(settings.dsn, autocommit=True) as admin:
+        admin.execute("GRANT CREATE ON SCHEMA public TO PUBLIC")
+        statements = _generated_shadows(admin)
+    created = 0
+    with connect_as(writer, autocommit=True) as conn:
+        for statement in statements:
+            try:
+                conn.execute(statement)
+                created += 1
+            except psycopg.Error:
+                pass  # a signature PostgreSQL does not accept for a user function
+        assert created > 80, created
+        api_calls(conn, str(world["A"]))
+        sid = "ses_00000000-0000-4000-8000-0000000000f1"
+        conn.execute("SELECT mm_index_messages(%s, ARRAY[1, 2]::bigint[], ARRAY[1, 1], ARRAY['one', 'two'], "
+                     "ARRAY['one', 'two'], ARRAY[1, 1]::bigint[], 3::smallint, 2)", (sid,))
+        conn.execute("SELECT mm_forget_session_index(%s, 3::smallint)", (sid,))
+        snap = conn.execute("SELECT snapshot_id FROM snapshots WHERE session_id = %s", (sid,)).fetchone()[0]
+        conn.execute("SELECT mm_fork(%s, 'ses_00000000-0000-4000-8000-0000000000f2', 'x', 't', '{}')", (snap,))
+        conn.execute("SELECT mm_update_decision('dec_00000000000000000000000000000099', 1, 'rejected', 's', 'r', "
+                     "'[]', '{}', '')")
+        conn.execute("SELECT mm_record_relay(%s, 'codex', 'native-1', ARRAY['s1'])", (sid,))
+        conn.execute("SELECT mm_register_embedding_model('use-multilingual-v3', 512)")
+    with connect_as(archiver, autocommit=True) as conn:
+        assert conn.execute("SELECT mm_archive_acquire('w:1', 600)").fetchone() == (True,)
+        jobs = [j for (j,) in conn.execute("SELECT job_id FROM mm_archive_claim('w:1', 30, 10, NULL)")]
+        assert jobs
+        conn.execute("SELECT mm_archive_heartbeat('w:1', 30)")
+        conn.execute("SELECT mm_archive_mark_failed(%s, 'e', false, 0)", (jobs[0],))
+        conn.execute("SELECT mm_archive_requeue(NULL)")
+        conn.execute("SELECT mm_archive_release_running()")
+        jobs = [j for (j,) in conn.execute("SELECT job_id FROM mm_archive_claim('w:1', 30, 10, NULL)")]
+        conn.execute("SELECT mm_archive_mark_done(%s::bigint[], %s::text[])", (jobs, ["a" * 40] * len(jobs)))
+        conn.execute("SELECT * FROM mm_archive_nodes()")
+        assert conn.execute("SELECT mm_archive_release()").fetchone() == (True,)
+    with connect_as(writer, autocommit=True) as conn:
+        assert [p for (p,) in conn.execute("SELECT project_id FROM access_token_projects")] == ["A"]
+    migrate.migrate(settings.dsn)
+    with psycopg.connect(settings.dsn, autocommit=True) as admin:
+        assert admin.execute("SELECT count(*) FROM pg_proc p JOIN pg_roles r ON r.oid = p.proowner WHERE r.rolname = %s",
+                             (writer.role,)).fetchone() == (0,)
+    b_still_works(service, world)

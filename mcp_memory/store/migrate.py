@@ -137,6 +137,8 @@ def migrate(dsn: str) -> list[Migration]:
             dropped = scalar(conn, "SELECT mm_secure_schema()", what="mm_secure_schema") or []
             for item in dropped:
                 log.warning("dropped %s: created in the schema by a token role", item)
+            for item in scalar(conn, "SELECT mm_qualify_builtins()", what="mm_qualify_builtins") or []:
+                log.info("qualified the built-in calls of %s", item)
     return applied_now
 
 

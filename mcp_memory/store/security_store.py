@@ -91,7 +91,9 @@ class SecurityStore:
                 role=sql.Identifier(role), db=sql.Identifier(self.conn.info.dbname),
                 schema=sql.Identifier(schema)))
         self.conn.execute(q("security_insert_token"), {"role": role, "read_only": read_only, "archiver": archiver,
-                                                        "token_sha256": token_sha256, "token_name": token_name})
+                                                        "token_sha256": token_sha256})
+        if token_name is not None:
+            self.conn.execute(q("security_set_token_name"), {"role": role, "token_name": token_name})
         for project in projects:
             self.conn.execute(q("security_insert_token_project"), {"role": role, "project_id": project})
         return schema

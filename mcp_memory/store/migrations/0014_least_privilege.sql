@@ -83,6 +83,50 @@ REVOKE ALL ON FUNCTION mm_secure_schema() FROM PUBLIC;
 
 -- 2. Exact types, qualified built-ins -----------------------------------------------------------------
 
+-- Every call of a built-in function in the bodies of our functions, written pg_catalog."name"(…):
+-- a qualified call is resolved in pg_catalog only, whatever another schema holds. Run by the
+-- migrating owner after each migration (store/migrate.py), so later functions are covered too;
+-- returns the functions it rewrote. Special-syntax names (position, substring, overlay, trim,
+-- extract …) are left alone: none of our functions calls them.
+CREATE FUNCTION mm_qualify_builtins() RETURNS text[]
+LANGUAGE plpgsql AS $$
+DECLARE
+    nsp oid := (SELECT c.relnamespace FROM pg_catalog.pg_class c WHERE c.oid = 'sessions'::regclass);
+    f record;
+    names text;
+    def text;
+    changed text;
+    rewritten text[] := '{}';
+BEGIN
+    FOR f IN
+        SELECT p.oid, p.oid::regprocedure::text AS name FROM pg_catalog.pg_proc p
+        WHERE p.pronamespace = nsp AND p.prokind = 'f' AND (p.proname LIKE 'mm\_%' OR p.proname LIKE 'mcp\_memory\_%')
+    LOOP
+        SELECT pg_catalog.string_agg(DISTINCT m[1], '|') INTO names
+        FROM pg_catalog.regexp_matches(pg_catalog.pg_get_functiondef(f.oid), '(?<![.\w"])([a-z_][a-z0-9_]*)\s*\(', 'g') AS m
+        WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_proc b
+                      WHERE b.pronamespace = 'pg_catalog'::regnamespace AND b.proname = m[1])
+          AND m[1] NOT IN ('unnest', 'position', 'substring', 'overlay', 'trim', 'extract', 'normalize', 'overlaps',
+                           'char', 'varchar', 'numeric', 'timestamp', 'interval', 'time', 'bit', 'float8',
+                           'int4', 'int8', 'text', 'bool', 'name', 'date', 'timestamptz', 'timetz', 'json', 'jsonb');
+        def := pg_catalog.pg_get_functiondef(f.oid);
+        changed := def;
+        IF names IS NOT NULL THEN
+            changed := pg_catalog.regexp_replace(changed, '(?<![.\w"])(' || names || ')\s*\(', 'pg_catalog."\1"(', 'g');
+        END IF;
+        -- unnest of one array; with several arrays it is FROM-clause syntax that only the bare name
+        -- has: those calls are written ROWS FROM (pg_catalog.unnest(a), pg_catalog.unnest(b)) by hand
+        changed := pg_catalog.regexp_replace(changed, '(?<![.\w"])unnest\s*\(\s*([\w.$]+(\[\])?(::[\w.]+(\[\])?)?)\s*\)',
+                                             'pg_catalog."unnest"(\1)', 'g');
+        IF changed <> def THEN
+            EXECUTE changed;
+            rewritten := rewritten || f.name;
+        END IF;
+    END LOOP;
+    RETURN rewritten;
+END $$;
+REVOKE ALL ON FUNCTION mm_qualify_builtins() FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION mm_is_owner(who text) RETURNS boolean
 LANGUAGE sql STABLE AS $$
     SELECT coalesce((SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.rolname = who::name), false)
@@ -187,6 +231,109 @@ BEGIN
             || ' ON message_embeddings USING hnsw ((embedding::vector(' || dim::text || '))'
             || ' vector_cosine_ops) WHERE model = ' || pg_catalog.quote_literal(model_name);
     RETURN index_name;
+END $$;
+
+-- Calls of unnest over several arrays, as ROWS FROM of qualified unnests (mm_qualify_builtins).
+CREATE OR REPLACE FUNCTION mm_archive_mark_done(p_job_ids bigint[], p_commits text[]) RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    n integer;
+BEGIN
+    PERFORM mm_require_archive_leader();
+    IF coalesce(pg_catalog.array_length(p_job_ids, 1), 0) <> coalesce(pg_catalog.array_length(p_commits, 1), 0) THEN
+        RAISE EXCEPTION 'one commit per job: % jobs, % commits', coalesce(pg_catalog.array_length(p_job_ids, 1), 0),
+            coalesce(pg_catalog.array_length(p_commits, 1), 0) USING ERRCODE = 'MM400';
+    END IF;
+    UPDATE export_jobs j
+    SET status = 'done', locked_by = NULL, lease_until = NULL, last_error = NULL, finished_at = pg_catalog.now(),
+        commit_sha = nullif(c.sha, '')
+    FROM ROWS FROM (pg_catalog.unnest(p_job_ids), pg_catalog.unnest(p_commits)) AS c(job_id, sha)
+    WHERE j.job_id = c.job_id AND j.status = 'running' AND mm_may_read(j.project_id);
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END $$;
+
+CREATE OR REPLACE FUNCTION mm_index_messages(p_session_id text, p_seqs bigint[], p_doc_lens integer[], p_tsvs text[],
+                                             p_terms text[], p_dfs bigint[], p_shard smallint, p_indexed_seq bigint)
+RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    s sessions;
+    mark bigint;
+    n integer := coalesce(pg_catalog.cardinality(p_seqs), 0);
+BEGIN
+    SELECT * INTO s FROM sessions WHERE session_id = p_session_id;
+    IF NOT FOUND OR NOT mm_may_read(s.project_id) THEN
+        RAISE EXCEPTION 'session % does not exist', p_session_id USING ERRCODE = 'MM404';
+    END IF;
+    PERFORM mm_require_write(s.project_id);
+    IF p_shard < 0 OR p_shard >= 64 OR pg_catalog.cardinality(p_doc_lens) <> n OR pg_catalog.cardinality(p_tsvs) <> n
+       OR coalesce(pg_catalog.cardinality(p_terms), 0) <> coalesce(pg_catalog.cardinality(p_dfs), 0) THEN
+        RAISE EXCEPTION 'index rows do not line up' USING ERRCODE = 'MM400';
+    END IF;
+    SELECT coalesce(p.indexed_seq, s.fork_seq, 0) INTO mark
+    FROM (SELECT 1) AS one LEFT JOIN search_progress p ON p.session_id = p_session_id;
+    IF p_indexed_seq < mark OR p_indexed_seq > s.last_seq
+       OR EXISTS (SELECT 1 FROM pg_catalog.unnest(p_seqs) AS x(seq) WHERE x.seq <= mark OR x.seq > p_indexed_seq) THEN
+        RAISE EXCEPTION 'index rows of session % must lie in (%, %]', p_session_id, mark, s.last_seq
+            USING ERRCODE = 'MM400';
+    END IF;
+    INSERT INTO message_search (session_id, seq, project_id, role, created_at, doc_len, tsv)
+    SELECT p_session_id, m.seq, s.project_id, m.role, m.created_at, greatest(x.doc_len, 0), x.tsv::tsvector
+    FROM ROWS FROM (pg_catalog.unnest(p_seqs), pg_catalog.unnest(p_doc_lens), pg_catalog.unnest(p_tsvs))
+         AS x(seq, doc_len, tsv)
+    JOIN messages m ON m.session_id = p_session_id AND m.seq = x.seq;
+    IF n > 0 THEN
+        INSERT INTO search_term_stats AS t (project_id, term, shard, df)
+        SELECT s.project_id, x.term, p_shard, least(x.df, n)
+        FROM ROWS FROM (pg_catalog.unnest(p_terms), pg_catalog.unnest(p_dfs)) AS x(term, df)
+        WHERE x.df > 0
+        ORDER BY x.term
+        ON CONFLICT (term, project_id, shard) DO UPDATE SET df = t.df + excluded.df;
+        INSERT INTO search_doc_stats AS d (project_id, shard, docs, total_len)
+        SELECT s.project_id, p_shard, n, coalesce(pg_catalog.sum(greatest(l, 0)), 0) FROM pg_catalog.unnest(p_doc_lens) AS l
+        ON CONFLICT (project_id, shard) DO UPDATE SET docs = d.docs + excluded.docs,
+                                                      total_len = d.total_len + excluded.total_len;
+    END IF;
+    INSERT INTO search_progress AS p (session_id, project_id, indexed_seq, stored_seq)
+    VALUES (p_session_id, s.project_id, p_indexed_seq, s.last_seq)
+    ON CONFLICT (session_id) DO UPDATE
+    SET indexed_seq = greatest(p.indexed_seq, excluded.indexed_seq),
+        stored_seq = greatest(p.stored_seq, excluded.stored_seq), updated_at = pg_catalog.now();
+END $$;
+
+CREATE OR REPLACE FUNCTION mm_store_embeddings(p_session_id text, p_model text, p_seqs bigint[], p_kinds text[],
+                                               p_vectors text[], p_done_seq bigint) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    s sessions;
+    dim integer;
+BEGIN
+    SELECT * INTO s FROM sessions WHERE session_id = p_session_id;
+    IF NOT FOUND OR NOT mm_may_read(s.project_id) THEN
+        RAISE EXCEPTION 'session % does not exist', p_session_id USING ERRCODE = 'MM404';
+    END IF;
+    PERFORM mm_require_write(s.project_id);
+    SELECT m.dim INTO dim FROM embedding_models m WHERE m.model = p_model;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'embedding model % is not registered', p_model USING ERRCODE = 'MM400';
+    END IF;
+    IF p_done_seq > s.last_seq THEN
+        RAISE EXCEPTION 'done_seq % is beyond the session''s last seq (%)', p_done_seq, s.last_seq USING ERRCODE = 'MM400';
+    END IF;
+    IF coalesce(pg_catalog.cardinality(p_seqs), 0) > 0 THEN
+        EXECUTE 'INSERT INTO message_embeddings (session_id, seq, model, kind, project_id, embedding)'
+                ' SELECT $1, e.seq, $2, e.kind, $3, e.embedding::vector(' || dim::text || ')::vector'
+                ' FROM ROWS FROM (pg_catalog.unnest($4::bigint[]), pg_catalog.unnest($5::text[]),'
+                ' pg_catalog.unnest($6::text[])) AS e(seq, kind, embedding)'
+                ' WHERE EXISTS (SELECT 1 FROM messages m WHERE m.session_id = $1 AND m.seq = e.seq)'
+                ' ON CONFLICT (session_id, seq, model, kind) DO NOTHING'
+        USING p_session_id, p_model, s.project_id, p_seqs, p_kinds, p_vectors;
+    END IF;
+    INSERT INTO embedding_watermarks AS w (model, session_id, project_id, done_seq)
+    VALUES (p_model, p_session_id, s.project_id, p_done_seq)
+    ON CONFLICT (session_id, model)
+    DO UPDATE SET done_seq = greatest(w.done_seq, excluded.done_seq), updated_at = pg_catalog.now();
 END $$;
 
 -- 3. The write functions validate what they store -----------------------------------------------------
@@ -594,7 +741,8 @@ DECLARE
                                      'mm_index_claim', 'mm_append_channel_key', 'mm_agents', 'mm_check_token',
                                      'mm_schema_version', 'mm_token_count', 'mm_set_context', 'mm_embedding_index',
                                      'mm_append', 'mm_create_session', 'mm_update_session_meta',
-                                     'mm_require_archive_leader', 'mm_snapshot', 'mm_register_embedding_model'];
+                                     'mm_require_archive_leader', 'mm_snapshot', 'mm_register_embedding_model',
+                                     'mm_archive_mark_done', 'mm_index_messages', 'mm_store_embeddings'];
 BEGIN
     FOR f IN
         SELECT p.oid::regprocedure FROM pg_catalog.pg_proc p
@@ -604,7 +752,7 @@ BEGIN
         IF split_part(f::text, '(', 1) = ANY (definer) THEN
             EXECUTE format('ALTER FUNCTION %s SECURITY DEFINER', f);
         END IF;
-        IF split_part(f::text, '(', 1) <> ALL (ARRAY['mm_secure_schema']) THEN
+        IF split_part(f::text, '(', 1) <> ALL (ARRAY['mm_secure_schema', 'mm_qualify_builtins']) THEN
             EXECUTE format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f);
         END IF;
         EXECUTE format('ALTER FUNCTION %s SET search_path = pg_catalog, %I, pg_temp', f, current_schema());
@@ -648,3 +796,6 @@ BEGIN
         END;
     END LOOP;
 END $$;
+
+-- 9. Qualify the built-in calls of every function as it now stands (each later `db migrate` too).
+SELECT mm_qualify_builtins();

@@ -13,8 +13,12 @@ SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE c.oid = to_regclass('sessions');
 
 -- name: security_insert_token
-INSERT INTO access_tokens (role_name, read_only, archiver, token_sha256, token_name)
-VALUES (%(role)s, %(read_only)s, %(archiver)s, %(token_sha256)s, %(token_name)s);
+INSERT INTO access_tokens (role_name, read_only, archiver, token_sha256)
+VALUES (%(role)s, %(read_only)s, %(archiver)s, %(token_sha256)s);
+
+-- name: security_set_token_name
+-- A rotation's role carries the name of the token it continues (migration 0014).
+UPDATE access_tokens SET token_name = %(token_name)s WHERE role_name = %(role)s;
 
 -- name: security_token_generations
 -- The roles of one token name (rotations), newest first, with what a new generation copies.
