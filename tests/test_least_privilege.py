@@ -504,3 +504,25 @@ def test_generated_shadows_of_every_called_built_in_never_run(world, make_token,
         assert admin.execute("SELECT count(*) FROM pg_proc p JOIN pg_roles r ON r.oid = p.proowner WHERE r.rolname = %s",
                              (writer.role,)).fetchone() == (0,)
     b_still_works(service, world)
+
+
+@pytest.mark.anyio
+async def test_an_agent_over_stdio_is_told_forbidden_when_its_token_is_revoked(make_token, owner_db, profile) -> None:
+    """What the agent's model sees, through the real MCP client and `mcp-memory serve`: [forbidden]
+    naming the revoked token, not `[unavailable] … retry later`."""
+    import sys
+
+    from mcp import Client, StdioServerParameters
+
+    created = make_token("agent", ["A"])
+    env = {**profile, "MCP_MEMORY_DSN": created.dsn, "MCP_MEMORY_PASSWORD": created.token}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_memory", "serve"], env=env)
+    async with Client(params, mode="legacy", read_timeout_seconds=30) as c:
+        made = await c.call_tool("create_session", {"project_id": "A"})
+        assert not made.is_error, made.content
+        tokens.revoke(owner_db, created.role)
+        for _ in range(2):
+            refused_call = await c.call_tool("create_session", {"project_id": "A"})
+            assert refused_call.is_error
+            text = refused_call.content[0].text
+            assert text.startswith("[forbidden]") and "revoked" in text, text
