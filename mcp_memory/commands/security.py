@@ -134,8 +134,10 @@ def _create(db: Database, args: argparse.Namespace) -> int:
     created = tokens.create(db, name=args.name, projects=args.project, read_only=args.read_only,
                             archiver=args.archiver, limits=limits, expires=tokens.check_expires(args.expires))
     if args.json:
-        print_json({"name": created.name, "role": created.role, "token": created.token, "dsn": created.dsn,
-                    "expires": created.expires.isoformat() if created.expires else None})
+        doc = {"name": created.name, "role": created.role, "token": created.token, "dsn": created.dsn}
+        if created.expires:  # only when asked for: the contract's four keys otherwise
+            doc["expires"] = created.expires.isoformat()
+        print_json(doc)
         return 0
     mode = "archiver" if created.archiver else "read-only" if created.read_only else "read-write"
     until = f"; expires {created.expires:%Y-%m-%d %H:%M} UTC" if created.expires else ""
