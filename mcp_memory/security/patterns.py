@@ -133,6 +133,27 @@ BUILTIN: tuple[Rule, ...] = (
     _rule("dsn_password",
           r"(?<![A-Za-z0-9_])(?:host|hostaddr|port|dbname|user)=[^\s'\",;()\\]++(?:\s++[a-z_]++=[^\s'\",;()\\]++){0,16}?"
           r"\s++password=(?P<secret>[^\s'\",;()\\]{1,200}+)"),
+    # sshpass's `-p PASSWORD`, Oracle's `sqlplus user/password@db` (the tools' manuals)
+    _rule("sshpass_password",
+          r"\bsshpass(?:[ \t]++[^\s|;&]++){0,8}?[ \t]++-p[ \t]*+(?:(?P<quote>[\"'])(?P<qsecret>[^\"'\n]{1,200}+)(?P=quote)"
+          r"|(?P<secret>[^\s\"'\\]{1,200}+))"),
+    _rule("sqlplus_password",
+          r"\b(?:sqlplus|sqlldr|expdp|impdp|rman)(?:[ \t]++-[A-Za-z]++){0,4}+[ \t]++[\"']?[A-Za-z0-9_$#]{1,64}+/"
+          r"(?P<secret>[^\s@\"'/\\]{1,200}+)(?=@|[\s\"']|$)"),
+    # an Azure shared access signature's `sig=` (the signature is the credential), a Discord webhook's token
+    _rule("azure_sas", r"[?&;]sig=(?P<secret>[A-Za-z0-9%+/=]{16,512}+)"),
+    _rule("discord_webhook",
+          r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d{5,30}+/(?P<secret>[A-Za-z0-9_\-]{20,}+)"),
+    # docker's config.json `"auth": "<base64 of user:password>"`; a Cookie header's value
+    _rule("docker_auth", r"(?<![A-Za-z0-9_])\\?\"auth\\?\"\s*+:\s*+\\?\"(?P<secret>[A-Za-z0-9+/]{12,}+={0,2}+)\\?\""),
+    _rule("cookie",
+          r"(?<![A-Za-z0-9_\-])(?i:(?:set-)?cookie)[\"']?\s*+:[ \t]*+[A-Za-z0-9_.\-]{1,64}+="
+          r"(?P<secret>[^\s;\"'\\,]{6,4096}+)"),
+    # a ~/.pgpass line `host:port:database:user:password` (PostgreSQL's manual, "The Password File"),
+    # where the text names the file or the line has port 5432 or a `*` field (_NEEDLES)
+    _rule("pgpass_password",
+          r"(?m:^[ \t]*+[^\s:#]{1,255}+:(?:\d{1,5}+|\*):[^\s:]{1,255}+:[^\s:]{1,255}+:(?P<secret>\S{1,1024}+)$)",
+          check_value=True),
     # matched where a key that names a secret ends (Rule.keyed): `db_password = …`, `"apiKey": "…"`
     _rule("password", r"""["']?\s*+(?::=|=>|[:=])\s*+""" + _ASSIGNED, check_value=True),
 )
@@ -168,6 +189,15 @@ _NEEDLES: dict[str, tuple[str, ...]] = {
     "netrc_password": ("password",),
     "dsn_password": ("password=",),
     "password": ("pass", "pwd", "secret", "key", "token", "credential"),
+    "sshpass_password": ("sshpass",),
+    "sqlplus_password": ("sqlplus", "sqlldr", "expdp", "impdp", "rman"),
+    "azure_sas": ("sig=",),
+    "discord_webhook": ("discord",),
+    "docker_auth": ("auth",),
+    "cookie": ("cookie",),
+    # (a needle of ":" alone would send every JSON payload through every rule: a pgpass line is
+    # caught where the text names the file, or on PostgreSQL's port or a wildcard field)
+    "pgpass_password": ("pgpass", ":5432:", ":*:"),
 }
 _ANCHORS = {"password": re.compile(r"pass|pwd|secret|key|token|credential")}
 BUILTIN = tuple(replace(rule, needles=_NEEDLES.get(rule.name, ()), anchor=_ANCHORS.get(rule.name),
@@ -182,7 +212,7 @@ _PLACEHOLDER = re.compile(
       | <[^>]*>?                              # <password>
       | \*+ | x{3,} | X{3,} | \.{3,}           # *** xxx ...
       | \[REDACTED[^\]]*\]?                   # already redacted
-      | (?i:your|my|example|sample|dummy|placeholder|changeme_here)[A-Za-z0-9_\-]*
+      | (?i:your|my|example|sample|dummy|placeholder|changeme_here)[A-Za-z_\-]*  # (with digits: `MySecret99`)
     )$""",
     re.VERBOSE,
 )
@@ -196,6 +226,18 @@ _CODE = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_]*)(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:
 _KEY_WORD = re.compile(rf"(?i:{_KEY_WORDS})")
 # a quoted value with spaces that names what it is about, or asks for it, is prose
 _PROSE = re.compile(rf"(?i:{_KEY_WORDS})|^(?i:your|enter|type|please|the|a|an|no|not|invalid|missing|wrong)\b")
+
+
+def _names_a_secret(value: str) -> bool:
+    """An identifier built on a key word (`token2`, `db_password`, `self.api_key`, `getSecret(`) names
+    a secret; a word with a key word inside and digits around it (`S3cretPass99`, `Passw0rd2024`,
+    `MySecret99`) is one: what is left without the key words is at least 3 characters with a digit."""
+    if not _KEY_WORD.search(value):
+        return False
+    if any(ch in value for ch in "_.("):
+        return True
+    rest = _KEY_WORD.sub("", value)
+    return len(rest) < 3 or not any(ch.isdigit() for ch in rest)
 
 
 def plausible_assigned_secret(value: str, *, quoted: bool) -> bool:
@@ -214,6 +256,6 @@ def plausible_assigned_secret(value: str, *, quoted: bool) -> bool:
         return " " not in value or not _PROSE.search(value)  # a passphrase, not a prompt or a message
     if value.isdigit():
         return len(value) >= 8  # ports, sizes and counts; a numeric password is rarely shorter
-    if _CODE.match(value) and (not any(ch.isdigit() for ch in value) or _KEY_WORD.search(value)):
+    if _CODE.match(value) and (not any(ch.isdigit() for ch in value) or _names_a_secret(value)):
         return False  # an identifier, attribute or call: code, not a literal
     return any(ch.isdigit() for ch in value) or any(ch in "!@#$%^&*+/=~-" for ch in value)

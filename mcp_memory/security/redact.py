@@ -34,7 +34,8 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
 # position instead of every alternative, a third faster on prose.)
 _HINT = re.compile(r"=|:|-----|A(?:[BCGIKNPRS][A-Z]A|Iza)|GOCSPX|SG\.|m(?:mt\.|achine|ysql|ariadb)|"
                    r"g(?:h[pousr]_|ithub_pat_|l[a-z]+-)|"
-                   r"sk[-_]|rk_|x(?:ox|app)|whsec_|ya29\.|npm_|p(?:ypi-|assword\s)|hf_|eyJ|[Bb](?i:earer)")
+                   r"sk[-_]|rk_|x(?:ox|app)|whsec_|ya29\.|npm_|p(?:ypi-|assword\s)|hf_|eyJ|[Bb](?i:earer)|"
+                   r"s(?:shpass|qlplus|qlldr)|expdp|impdp|rman|pgpass")
 
 
 class Redactor:
