@@ -231,13 +231,14 @@ _PROSE = re.compile(rf"(?i:{_KEY_WORDS})|^(?i:your|enter|type|please|the|a|an|no
 def _names_a_secret(value: str) -> bool:
     """An identifier built on a key word (`token2`, `db_password`, `self.api_key`, `getSecret(`) names
     a secret; a word with a key word inside and digits around it (`S3cretPass99`, `Passw0rd2024`,
-    `MySecret99`) is one: what is left without the key words is at least 3 characters with a digit."""
+    `MySecret99`, `Secret39Pass`) is one: what is left without the key words has a digit and is
+    at least 2 characters long."""
     if not _KEY_WORD.search(value):
         return False
     if any(ch in value for ch in "_.("):
         return True
     rest = _KEY_WORD.sub("", value)
-    return len(rest) < 3 or not any(ch.isdigit() for ch in rest)
+    return len(rest) < 2 or not any(ch.isdigit() for ch in rest)
 
 
 def plausible_assigned_secret(value: str, *, quoted: bool) -> bool:
