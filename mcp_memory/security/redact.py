@@ -28,6 +28,7 @@ _REACH = 100  # how far before its key word a key may start (`my_app.database.pa
 _KEY_BEFORE = re.compile(rf"(?<![{KEY_CHARS}])[{KEY_CHARS}]{{0,{_REACH}}}+$")
 _KEY_AFTER = re.compile(rf"[{KEY_CHARS}]{{0,{_REACH}}}+")
 _KEY_LONGEST = 256  # a longer key is judged by its end
+_ASSIGNS = re.compile(r"""["']?\s*+(?::=|=>|[:=])""")  # how a keyed rule's regex starts
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
 # a string holding none of these cannot match a built-in rule (most code and prose): skip it fast
 # (Alternatives grouped by their first character: the regex engine then tries one branch per
@@ -119,17 +120,21 @@ class Redactor:
         anchor = rule.anchor if len(lowered) == len(text) else re.compile(rule.anchor.pattern, re.IGNORECASE)
         done = 0
         for hit in anchor.finditer(lowered if anchor is rule.anchor else text):
-            if hit.start() < done:
+            at = hit.start()
+            if at < done:
                 continue
-            before = _KEY_BEFORE.search(text, max(done, hit.start() - _REACH), hit.start())
-            start = before.start() if before else hit.start()
-            end = _KEY_AFTER.match(text, hit.start()).end()
+            after = _KEY_AFTER.match(text, at)
+            end = after.end() if after else hit.end()
+            lower = done
             done = end
-            if not _secret_key(text[start:end]):
+            if _ASSIGNS.match(text, end) is None:  # most key words are not assigned to: a cheap test first
+                continue
+            before = _KEY_BEFORE.search(text, max(lower, at - _REACH), at)
+            if not _secret_key(text[before.start() if before else at:end]):
                 continue
             match = rule.regex.match(text, end)
             if match is not None:
-                done = max(done, match.end())
+                done = match.end()
                 yield match
 
     def _replacement(self, rule: Rule, match: re.Match[str]) -> str | None:
