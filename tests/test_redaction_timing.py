@@ -16,7 +16,7 @@ from mcp_memory.security.patterns import BUILTIN, SECRET_KEY
 from mcp_memory.security.redact import Redactor, _secret_key
 
 SIZE = 1024 * 1024
-BOUND = 2.0  # seconds for 1 MiB; measured at most 1.4 s at load 6 on 2 cores, about a third of that idle
+BOUND = 2.0  # seconds for 1 MiB; measured at most 1.4 s at load 6 on 2 cores
 FILLERS = ("", " ", "=", "\n")  # (a wider sweep, 12 fillers over 80 seeds, found the same worst cases)
 EXTRA_SEEDS = {
     "private_key": ("-----BEGIN PRIVATE KEY-----", "-----BEGIN PRIVATE KEY-----\n" + "A" * 30, "-----BEGIN RSA ",
