@@ -103,3 +103,71 @@ def test_socket_name_limit_is_respected() -> None:
     assert len(str(Path("/tmp") / ".s.PGSQL.5432")) < embedded.SOCKET_PATH_MAX
     with socket.socket(socket.AF_UNIX) as probe, embedded_home() as home:
         probe.bind(str(home / ("x" * (embedded.SOCKET_PATH_MAX - len(str(home)) - 2))))
+
+
+def _long_pgdir(home: Path) -> Path:
+    pgdir = home / ("d" * 60) / ("e" * 60) / "pg"
+    pgdir.parent.mkdir(parents=True)
+    for parent in (pgdir.parent, pgdir.parent.parent):
+        parent.chmod(0o755)
+    pgdir.mkdir(mode=0o700)
+    return pgdir
+
+
+def _predicted_socket_folder(pgdir: Path, uid: int) -> Path:
+    """The socket folder's name, as anyone on the host can compute it (path and inode are visible)."""
+    import hashlib
+
+    digest = hashlib.sha256(f"{pgdir}-{pgdir.stat().st_ino}".encode()).hexdigest()[:12]
+    return Path(tempfile.gettempdir()) / f"mcp-memory-{uid}-{digest}"
+
+
+def test_a_planted_link_at_the_socket_folder_is_refused_and_changes_nothing() -> None:
+    """Someone plants a link where the socket folder will be, pointing at a folder they want
+    root to hand to the server's user: it is refused, and the target keeps its owner and mode."""
+    with embedded_home() as home:
+        pgdir = _long_pgdir(home)
+        user = embedded._server_user(bool(ROOT_OPT_IN))
+        uid = user.pw_uid if user else os.geteuid()
+        victim = home / "victim"
+        victim.mkdir(mode=0o755)
+        before = victim.stat()
+        planted = _predicted_socket_folder(pgdir, uid)
+        planted.symlink_to(victim)
+        try:
+            with pytest.raises(Unavailable, match="is a link or not a folder"):
+                embedded._socket_dir(pgdir, user)
+            after = victim.stat()
+            assert (after.st_uid, after.st_gid, after.st_mode) == (before.st_uid, before.st_gid, before.st_mode)
+            assert planted.is_symlink()  # refused, not removed or followed
+        finally:
+            planted.unlink()
+
+
+@pytest.mark.skipif(not AS_ROOT, reason="another user's folder can only be planted (chowned) as root")
+def test_a_planted_folder_of_another_user_is_refused() -> None:
+    with embedded_home() as home:
+        pgdir = _long_pgdir(home)
+        user = embedded._server_user(True)
+        planted = _predicted_socket_folder(pgdir, user.pw_uid)
+        planted.mkdir(mode=0o700)
+        os.chown(planted, 65534, 65534)  # nobody's
+        try:
+            with pytest.raises(Unavailable, match="belongs to uid 65534"):
+                embedded._socket_dir(pgdir, user)
+            assert planted.stat().st_uid == 65534
+        finally:
+            planted.rmdir()
+
+
+def test_config_files_of_the_data_folder_are_not_written_through_links() -> None:
+    with embedded_home() as home:
+        pgdir = home / "pg"
+        pgdir.mkdir(mode=0o700)
+        target = home / "elsewhere"
+        target.write_text("untouched\n")
+        (pgdir / "pg_hba.conf").write_text("local all all peer\n")
+        (pgdir / "pg_ident.conf").symlink_to(target)
+        with pytest.raises(OSError):
+            embedded._secure_auth(pgdir, None)
+        assert target.read_text() == "untouched\n"

@@ -35,6 +35,44 @@ def test_corpus_size_and_rates() -> None:
     assert report.false_positive_rate <= 0.01, report.touched
 
 
+CORPUS_2 = json.loads((ROOT / "tests" / "redaction_corpus_2.json").read_text(encoding="utf-8"))
+
+
+def test_second_corpus_rates() -> None:
+    """A generated corpus (scripts/make_redaction_corpus.py): more kinds and settings, look-alikes
+    that name credentials without holding one. Measured: 370 of 372 caught before the last value
+    rule, 371 after; 0 of 317 look-alikes changed (the rules before this corpus: 281, 75.5 %)."""
+    assert len(CORPUS_2["secrets"]) >= 350 and len(CORPUS_2["benign"]) >= 300
+    assert len({item["kind"] for item in CORPUS_2["secrets"]}) >= 30
+    report = redaction_report.measure(CORPUS_2)
+    print(f"corpus 2: {report.caught}/{report.secrets} caught, {report.false_positives}/{report.benign} changed")
+    assert report.catch_rate >= 0.98, report.missed
+    assert report.false_positive_rate <= 0.01, report.touched
+
+
+@pytest.mark.parametrize(("text", "secret"), [
+    ("password=S3cretPass99", "S3cretPass99"), ("PGPASSWORD=Passw0rd2024 psql", "Passw0rd2024"),
+    ("DB_PASSWORD=Secret2024", "Secret2024"), ("secret: MySecret99", "MySecret99"),
+    ("machine h login u password S3cretPass99", "S3cretPass99"), ("sshpass -p Hunter2pass ssh h", "Hunter2pass"),
+    ("sqlplus scott/Tiger2024@orcl", "Tiger2024"),
+    ("https://a.blob.core.windows.net/c?sv=2022-11-02&sig=AbCdEf1234567890abcdefGH%3D", "AbCdEf1234567890abcdefGH%3D"),
+    ("https://discord.com/api/webhooks/123456789012345678/" + "Ab1_" * 17, "Ab1_" * 17),
+    ('{"auths": {"r.example.com": {"auth": "dXNlcjpTM2NyZXRQYXNzOTk="}}}', "dXNlcjpTM2NyZXRQYXNzOTk="),
+    ("Cookie: sessionid=8f3a9c2b7e1d4f6a9b0c3d5e7f1a2b4c", "8f3a9c2b7e1d4f6a9b0c3d5e7f1a2b4c"),
+    ("cat ~/.pgpass\ndb:5432:app:appuser:S3cretPass99", "S3cretPass99"),
+])
+def test_once_missed_shapes_are_caught(text: str, secret: str) -> None:
+    redacted, count = Redactor().redact(text)
+    assert count >= 1 and secret not in redacted, redacted
+
+
+@pytest.mark.parametrize("text", ["token = token2", "password = password_hash", "api_key=self.api_key",
+                                  "sqlplus / as sysdba", "sshpass -p \"$SSH_PASS\" ssh h", "sig=abc",
+                                  "the run took 10:20:30:40:50", "Cookie: <your session cookie>"])
+def test_once_missed_shapes_keep_their_look_alikes(text: str) -> None:
+    assert Redactor().redact(text) == (text, 0)
+
+
 def test_real_code_and_configuration_files_are_left_alone() -> None:
     """tests/redaction_samples/ holds real files copied from installed packages (SOURCES.md): at
     most 1 % of their lines that name a credential may change."""

@@ -125,3 +125,29 @@ def test_ordinary_values_are_stored_as_given(service: Service, value: object) ->
     assert session.title == "max_token=4096" and session.meta["limits"] == value
     assert service.set_context(session.session_id, "limits", value).revision == 1
     assert service.get_context(session.session_id, "limits").context["limits"] == value
+
+
+def test_ids_names_and_keys_are_redacted_and_retries_still_dedupe(service: Service, settings) -> None:
+    """Secrets in places that are not values: an append_id, tool call ids and names, a tool result's
+    tool_call_id, object keys of meta, metadata and context, a context key, an agent_source."""
+    session = service.create_session("proj", {"agent_source": f"bot {GHP}", "env": {GHP: "github"}})
+    sid = session.session_id
+    assert session.meta["env"] == {"[REDACTED:github_token]": "github"}
+    call = {"role": "assistant", "content": None, "append_id": f"turn {GHP}",
+            "tool_calls": [{"id": f"call {AWS}", "type": "function",
+                            "function": {"name": f"fn {AWS}", "arguments": "{}"}}],
+            "metadata": {TELEGRAM: "bot", "x": 1}}
+    first = service.append_message(sid, call)
+    again = service.append_message(sid, call)
+    assert again.duplicate and again.seq == first.seq  # the redacted append_id is the same on a retry
+    other = service.append_message(sid, {**call, "append_id": f"turn {GHP[:-1]}X"})
+    assert not other.duplicate and other.seq == first.seq + 1  # another secret: another id, not a clash
+    service.append_message(sid, {"role": "tool", "content": "ok", "tool_call_id": f"call {AWS}"})
+    service.set_context(sid, f"key {GHP}", "v")
+    assert list(service.get_context(sid).context) == ["key [REDACTED:github_token]"]
+    service.record_decision(sid, "ops", "rotate", metadata={f"was {AWS}": True})
+    text = stored_text(settings.dsn)
+    assert_clean(text)
+    with psycopg.connect(settings.dsn) as conn:
+        ids = [row[0] for row in conn.execute("SELECT append_id FROM messages ORDER BY seq").fetchall()]
+    assert ids[0].startswith("turn [REDACTED:github_token]~") and len(ids[0]) <= 200

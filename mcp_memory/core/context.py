@@ -33,8 +33,9 @@ def set_(db: Database, session_id: str, key: Any, value: Any, *, cleaner: Cleane
         raise Invalid("value must be JSON (a string, number, boolean, list or object)") from None
     if size > MAX_VALUE_BYTES:
         raise Invalid(f"value is {size} bytes; at most {MAX_VALUE_BYTES}")
-    # the key names the value: a string under `db_password` is judged as a secret
-    value = cleaner.clean_value({key: value})[0][key]
+    # the key names the value: a string under `db_password` is judged as a secret; a key that is
+    # itself a secret is stored redacted (the same key always gives the same stored key)
+    ((key, value),) = cleaner.clean_value({key: value})[0].items()
     with db.transaction() as conn:
         stored = MemoryStore(conn).set_context(session_id, key, value)
     if stored is None:

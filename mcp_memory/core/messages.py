@@ -86,7 +86,7 @@ def _prepare(raw: Sequence[Any], *, max_bytes: int, cleaner: Cleaner, field: str
             raise Invalid(size_error(payload, field=name, size=len(canonical), max_bytes=max_bytes))
         prepared.append(
             Prepared(
-                append_id=message.append_id or f"gen_{uuid.uuid4().hex}",
+                append_id=cleaner.clean_id(message.append_id) if message.append_id else f"gen_{uuid.uuid4().hex}",
                 role=message.role,
                 payload=payload,
                 payload_json=text,

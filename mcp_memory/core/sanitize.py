@@ -11,10 +11,12 @@ makes the provider reject the resumed conversation, and it holds no user text to
 
 from __future__ import annotations
 
+import hashlib
 from functools import lru_cache
 from typing import Any, Protocol
 
 NUL_REPLACEMENT = "\ufffd"  # PostgreSQL text and jsonb cannot hold U+0000
+ID_KEPT = 180  # of a redacted id, before its hash (ids are at most 200 characters)
 
 # keys (compared lower-case, without _ and -) whose string values are opaque provider blobs
 OPAQUE_KEYS = frozenset({
@@ -67,6 +69,19 @@ class Cleaner:
         """A message payload, cleaned (opaque provider fields kept as they are)."""
         return self.clean_value(payload)
 
+    def clean_id(self, value: str) -> str:
+        """A client's id (an `append_id`) with any secret in it redacted, still unique and the same
+        for the same input: a retry after redaction dedupes as before, and two ids that differ only
+        in their secret stay two ids. The redacted text is followed by `~` and 16 hex digits of the
+        original's SHA-256 (a verifier for someone who can guess the whole original id; a secret
+        worth keeping out of the database is one nobody can guess)."""
+        cleaned = _nul_free(value)
+        if self.redactor is not None:
+            cleaned = self.redactor.redact(cleaned)[0]
+        if cleaned == value:
+            return value
+        return f"{cleaned[:ID_KEPT]}~{hashlib.sha256(value.encode()).hexdigest()[:16]}"
+
     def clean_text(self, value: str | None) -> tuple[str | None, int]:
         """One stored text (a summary, a commit message): NUL replaced, secrets redacted."""
         if value is None:
@@ -75,7 +90,8 @@ class Cleaner:
 
     def clean_value(self, value: Any) -> tuple[Any, int]:
         """Any JSON value that is stored (session meta, a context value, decision metadata): every
-        string in it is cleaned as a payload's strings are; keys stay as they are."""
+        string in it is cleaned as a payload's strings are, object keys included (a key that held a
+        secret keeps a numbered marker when two would collide, so no entry is lost)."""
         count = 0
         redactor = self.redactor
 
@@ -91,6 +107,21 @@ class Cleaner:
                     return cleaned
             return value
 
+        def name(key: str, opaque: bool, taken: set[str]) -> str:
+            nonlocal count
+            new_key = _nul_free(key)
+            if redactor is None or opaque:
+                return new_key
+            cleaned, found = redactor.redact(new_key)
+            if not found:
+                return new_key
+            count += found
+            unique, number = cleaned, 1
+            while unique in taken:
+                number += 1
+                unique = f"{cleaned}#{number}"
+            return unique
+
         def walk(value: Any, opaque: bool) -> Any:
             if isinstance(value, str):
                 return text(value, opaque)
@@ -98,10 +129,12 @@ class Cleaner:
                 skip = _opaque_fields(value)
                 changed = type(value) is not dict  # a dict subclass becomes a plain dict
                 items = []
+                taken = set(value)
                 for key, item in value.items():
-                    # keys are names, not secrets (a secret sits in the value, or in a "key=value"
-                    # string): only NUL is cleaned there, which keeps the walk cheap on big payloads
-                    new_key = _nul_free(key) if isinstance(key, str) else key
+                    # keys are cleaned too (a secret can be a key: `{"ghp_…": "github"}`); the
+                    # redactor's prefilter makes that cheap for the usual short names
+                    new_key = name(key, opaque, taken) if isinstance(key, str) else key
+                    taken.add(new_key)
                     new_item: Any
                     if type(item) is str:  # most values: no call to walk
                         new_item = text(item, opaque or key in skip, key)

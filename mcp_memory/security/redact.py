@@ -19,19 +19,24 @@ from functools import lru_cache
 from typing import Any
 
 from ..errors import ConfigError
-from .patterns import _PLACEHOLDER, _WORDS, BUILTIN, SECRET_KEY, Rule, plausible_assigned_secret
+from .patterns import _PLACEHOLDER, _WORDS, BUILTIN, KEY_CHARS, SECRET_KEY, Rule, plausible_assigned_secret
 
 MARKER = "[REDACTED:{name}]"
 _MARKER_START = "[REDACTED:"
-_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 _REACH = 100  # how far before its key word a key may start (`my_app.database.password`)
+# searched in the text before a key word: the start of its run (tried only where a run starts)
+_KEY_BEFORE = re.compile(rf"(?<![{KEY_CHARS}])[{KEY_CHARS}]{{0,{_REACH}}}+$")
+_KEY_AFTER = re.compile(rf"[{KEY_CHARS}]{{0,{_REACH}}}+")
+_KEY_LONGEST = 256  # a longer key is judged by its end
+_ASSIGNS = re.compile(r"""["']?\s*+(?::=|=>|[:=])""")  # how a keyed rule's regex starts
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
 # a string holding none of these cannot match a built-in rule (most code and prose): skip it fast
 # (Alternatives grouped by their first character: the regex engine then tries one branch per
 # position instead of every alternative, a third faster on prose.)
 _HINT = re.compile(r"=|:|-----|A(?:[BCGIKNPRS][A-Z]A|Iza)|GOCSPX|SG\.|m(?:mt\.|achine|ysql|ariadb)|"
                    r"g(?:h[pousr]_|ithub_pat_|l[a-z]+-)|"
-                   r"sk[-_]|rk_|x(?:ox|app)|whsec_|ya29\.|npm_|p(?:ypi-|assword\s)|hf_|eyJ|[Bb](?i:earer)")
+                   r"sk[-_]|rk_|x(?:ox|app)|whsec_|ya29\.|npm_|p(?:ypi-|assword\s)|hf_|eyJ|[Bb](?i:earer)|"
+                   r"s(?:shpass|qlplus|qlldr)|expdp|impdp|rman|pgpass")
 
 
 class Redactor:
@@ -104,22 +109,30 @@ class Redactor:
         return ("".join(pieces) + text[last:], found) if found else (text, 0)
 
     def _matches(self, rule: Rule, text: str) -> Iterator[re.Match[str]]:
-        """The rule's matches, left to right, not overlapping. A rule with an anchor is searched only
-        where its anchor (a key word) is: the regex is then tried from the start of the word that
-        holds it, which is ten times cheaper than a search over every position of the text."""
-        lowered = text.lower()
-        if rule.anchor is None or len(lowered) != len(text):
+        """The rule's matches, left to right, not overlapping. A keyed rule is matched only where a
+        key that names a secret ends: its anchor (a key word) is searched in the lower-cased text,
+        the key is the run of key characters around it (at most `_REACH` on each side), judged once
+        per run, so a text of key words costs one pass whatever its length."""
+        if not rule.keyed or rule.anchor is None:
             yield from rule.regex.finditer(text)
             return
+        lowered = text.lower()
+        anchor = rule.anchor if len(lowered) == len(text) else re.compile(rule.anchor.pattern, re.IGNORECASE)
         done = 0
-        for hit in rule.anchor.finditer(lowered):
+        for hit in anchor.finditer(lowered if anchor is rule.anchor else text):
             at = hit.start()
             if at < done:
                 continue
-            start = at
-            while start > done and at - start < _REACH and text[start - 1] in _WORD_CHARS:
-                start -= 1
-            match = _first_match(rule.regex, text, start, at)
+            after = _KEY_AFTER.match(text, at)
+            end = after.end() if after else hit.end()
+            lower = done
+            done = end
+            if _ASSIGNS.match(text, end) is None:  # most key words are not assigned to: a cheap test first
+                continue
+            before = _KEY_BEFORE.search(text, max(lower, at - _REACH), at)
+            if not _secret_key(text[before.start() if before else at:end]):
+                continue
+            match = rule.regex.match(text, end)
             if match is not None:
                 done = match.end()
                 yield match
@@ -139,23 +152,22 @@ class Redactor:
     def _is_secret(self, rule: Rule, match: re.Match[str], secret: str, *, narrowed: bool) -> bool:
         if "[REDACTED:" in secret or any(p.search(secret) for p in self.allowlist):
             return False
+        if match.groupdict().get("call"):
+            return False  # `token = cache.get(key)`: a call, not a value
         if rule.check_value:
             quoted = bool(match.groupdict().get("quote"))
             return plausible_assigned_secret(secret, quoted=quoted)
         return not (narrowed and (_PLACEHOLDER.match(secret) or secret.lower() in _WORDS))
 
 
-def _first_match(regex: re.Pattern[str], text: str, start: int, end: int) -> re.Match[str] | None:
-    """The regex's match that starts first in text[start:end + 1] (lookbehinds see what is before)."""
-    for position in range(start, end + 1):
-        match = regex.match(text, position)
-        if match is not None:
-            return match
-    return None
+def _secret_key(key: str) -> bool:
+    """Whether `key` names a secret (`db_password`, `githubToken`); a long key by its last 256
+    characters (keys are attacker-chosen: the cache holds only short ones)."""
+    return _secret_key_cached(key[-_KEY_LONGEST:])
 
 
 @lru_cache(maxsize=4096)
-def _secret_key(key: str) -> bool:
+def _secret_key_cached(key: str) -> bool:
     return SECRET_KEY.fullmatch(key) is not None
 
 

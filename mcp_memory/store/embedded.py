@@ -129,7 +129,7 @@ def _start(pgdir: Path, *, allow_root: bool = False):
         if user is not None:
             _check_reachable(pgdir, user)
             _check_reachable(bin_path / "postgres", user)
-            os.chown(pgdir, user.pw_uid, user.pw_gid)
+            _hand_over(pgdir, user, what="data folder")
         if not (pgdir / "PG_VERSION").exists():
             _pg(bin_path, "initdb", "--auth-local=peer", "--auth-host=scram-sha-256", "--encoding=utf8",
                 "-U", "postgres", "-D", str(pgdir), user=user)
@@ -179,16 +179,23 @@ def _secure_auth(pgdir: Path, user: pwd.struct_passwd | None) -> None:
     own user); TCP (off by default): SCRAM passwords. Rules added above ours are kept."""
     me = pwd.getpwuid(os.geteuid()).pw_name if sys.platform != "win32" else None
     names = sorted({n for n in (me, user.pw_name if user else None) if n})
-    (pgdir / "pg_ident.conf").write_text("# written by mcp-memory: OS users that log in as any role\n"
-                                        + "".join(f"{IDENT_MAP} {n} all\n" for n in names))
+    _write_config(pgdir / "pg_ident.conf", "# written by mcp-memory: OS users that log in as any role\n"
+                  + "".join(f"{IDENT_MAP} {n} all\n" for n in names), user)
     hba = pgdir / "pg_hba.conf"
     ours = (f"local all all peer map={IDENT_MAP}\n"
             "host all all 127.0.0.1/32 scram-sha-256\nhost all all ::1/128 scram-sha-256\n")
     kept = [line for line in hba.read_text().splitlines(keepends=True) if _custom_rule(line.split())]
-    hba.write_text("# written by mcp-memory (store/embedded.py)\n" + "".join(kept) + ours)
-    if user is not None:
-        for name in ("pg_ident.conf", "pg_hba.conf"):
-            os.chown(pgdir / name, user.pw_uid, user.pw_gid)
+    _write_config(hba, "# written by mcp-memory (store/embedded.py)\n" + "".join(kept) + ours, user)
+
+
+def _write_config(path: Path, text: str, user: pwd.struct_passwd | None) -> None:
+    """Write a file of the data folder without following a link there (the folder belongs to the
+    server's user, who could plant one for root to write through), then hand it over by descriptor."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as file:
+        file.write(text)
+        if user is not None:
+            os.fchown(file.fileno(), user.pw_uid, user.pw_gid)
 
 
 def _custom_rule(tokens: list[str]) -> bool:
@@ -202,7 +209,9 @@ def _custom_rule(tokens: list[str]) -> bool:
 
 def _socket_dir(pgdir: Path, user: pwd.struct_passwd | None) -> Path:
     """The data folder itself when its path fits a socket name, else a private folder of the
-    server's user in the temporary directory (created 0700, refused when anyone else could use it)."""
+    server's user in the temporary directory (created 0700, refused when anyone else could use it).
+    Its name is predictable, so anyone may have planted something there first: a link or a folder
+    of another user is refused, never followed or handed over (`_hand_over`)."""
     if len(str(pgdir / ".s.PGSQL.5432").encode()) < SOCKET_PATH_MAX:
         return pgdir
     uid = user.pw_uid if user else os.geteuid()
@@ -210,13 +219,34 @@ def _socket_dir(pgdir: Path, user: pwd.struct_passwd | None) -> Path:
     folder = Path(tempfile.gettempdir()) / f"mcp-memory-{uid}-{digest}"
     with contextlib.suppress(FileExistsError):
         folder.mkdir(mode=0o700)
-    if user is not None:
-        os.chown(folder, user.pw_uid, user.pw_gid)
-    st = folder.lstat()
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid or st.st_mode & 0o077:
+    st = _hand_over(folder, user, what="socket folder")
+    if st.st_uid != uid or st.st_mode & 0o077:
         raise Unavailable(f"socket folder {folder} is not a private folder of uid {uid} (mode "
-                          f"{stat.filemode(st.st_mode)}): remove it")
+                          f"{stat.filemode(st.st_mode)}, owner uid {st.st_uid}): remove it")
     return folder
+
+
+def _hand_over(folder: Path, user: pwd.struct_passwd | None, *, what: str) -> os.stat_result:
+    """Open `folder` without following a link (O_NOFOLLOW | O_DIRECTORY), check its owner on the open
+    folder, and, as root, give it to the server's user through that descriptor (fchown): a link
+    planted at the path can never make root change the owner of what it points to. The owner must
+    be this process's user (who just made it) or the server's user; anyone else's folder is refused."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError as exc:
+        raise Unavailable(f"{what} {folder} is a link or not a folder ({exc.strerror}): remove it") from None
+    try:
+        st = os.fstat(fd)
+        owners = {os.geteuid(), user.pw_uid if user else os.geteuid()}
+        if st.st_uid not in owners:
+            raise Unavailable(f"{what} {folder} belongs to uid {st.st_uid}, not to uid "
+                              f"{' or '.join(map(str, sorted(owners)))}: remove it")
+        if user is not None and (st.st_uid, st.st_gid) != (user.pw_uid, user.pw_gid):
+            os.fchown(fd, user.pw_uid, user.pw_gid)
+            st = os.fstat(fd)
+        return st
+    finally:
+        os.close(fd)
 
 
 SOCKET_PATH_MAX = 104  # sun_path: 108 bytes on Linux, 104 on macOS

@@ -124,12 +124,41 @@ def _log_files(paths: Sequence[Path]) -> list[Path]:
 # --- file I/O ------------------------------------------------------------------------------------
 
 
+# A compressed log inflates at most MAX_INFLATE_RATIO times its size (dsh's logs: about 10:1), and
+# never past MAX_INFLATED_BYTES; small files may always reach INFLATE_FLOOR. A crafted 98 KB file that
+# would inflate to 3 GiB is refused after INFLATE_FLOOR bytes instead of filling the memory.
+MAX_INFLATE_RATIO = 100
+INFLATE_FLOOR = 64 * 1024 * 1024
+MAX_INFLATED_BYTES = 1024 * 1024 * 1024
+MAX_WINDOW_BYTES = 32 * 1024 * 1024  # zstd's window at dsh's level is a few MiB; a frame may ask for more
+_CHUNK = 1024 * 1024
+
+
 def read_lines(path: Path) -> list[str]:
     raw = path.read_bytes()
-    if path.suffix in (".zstd", ".zst"):
-        reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(raw), read_across_frames=True)
-        raw = reader.read()
-    return [line for line in raw.decode("utf-8").splitlines() if line.strip()]
+    text = inflate(raw, path=path) if path.suffix in (".zstd", ".zst") else raw
+    return [line for line in text.decode("utf-8").splitlines() if line.strip()]
+
+
+def inflate(raw: bytes, *, path: Path, ratio: int = MAX_INFLATE_RATIO, floor: int = INFLATE_FLOOR,
+            ceiling: int = MAX_INFLATED_BYTES) -> bytearray:
+    """The zstd frames of `raw`, decompressed a chunk at a time and refused (FormatError) as soon as
+    the output passes `ratio` times the input (at least `floor`, at most `ceiling` bytes)."""
+    allowed = min(ceiling, max(floor, ratio * len(raw)))
+    decompressor = zstandard.ZstdDecompressor(max_window_size=MAX_WINDOW_BYTES)
+    reader = decompressor.stream_reader(io.BytesIO(raw), read_across_frames=True)
+    out = bytearray()
+    try:
+        while chunk := reader.read(_CHUNK):
+            out += chunk
+            if len(out) > allowed:
+                raise FormatError(
+                    f"{path}: decompresses to more than {allowed} bytes from {len(raw)} (the limit is "
+                    f"{ratio} times the compressed size, at least {floor} and at most {ceiling} bytes): "
+                    "refused as a decompression bomb")
+    except zstandard.ZstdError as exc:
+        raise FormatError(f"{path}: not a readable zstd file ({exc})") from None
+    return out
 
 
 def write_log(target: Path, header: dict[str, Any], lines: list[dict[str, Any]]) -> None:
