@@ -14,7 +14,7 @@ import typing
 from collections.abc import Sequence
 
 from . import __version__
-from .errors import McpMemoryError
+from .errors import McpMemoryError, internal
 
 EPILOG = "Docs: README.md. Every command takes --dsn (else MCP_MEMORY_DSN, the config file, or the embedded default)."
 
@@ -129,6 +129,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # noqa: BLE001 - a bug: logged with its traceback and incident id, answered with both
+        print(f"mcp-memory: {internal(exc, logging.getLogger('mcp_memory.cli')).render()}", file=sys.stderr)
+        return 1
 
 
 def _dispatch(args: argparse.Namespace) -> int:
