@@ -264,3 +264,15 @@ def test_an_unexpected_database_error_is_internal_with_an_incident_id(rest: Serv
     assert message.startswith("unexpected database error 42883 (UndefinedFunction) (incident ")
     incident = message.split("incident ")[1][:8]
     assert any(incident in r.getMessage() and r.exc_info for r in caplog.records if r.levelname == "ERROR")
+
+
+def test_search_matches_are_labelled_and_hits_only_is_a_query_parameter(rest: Server, make_token, service) -> None:
+    s = service.create_session("A", {"title": "t"})
+    service.append_messages(s.session_id, [{"role": "user", "content": c} for c in
+                                           ("first turn", "we add sandboxing now", "third turn")])
+    token = make_token("rw", ["A"]).token
+    every = rest.call("GET", "/v1/search?q=sandboxing", token=token).body["matches"]
+    assert [(m["seq"], m["why"], m["context_of"]) for m in sorted(every, key=lambda m: m["seq"])] == \
+        [(1, "context", 2), (2, "terms", None), (3, "context", 2)]
+    only = rest.call("GET", "/v1/search?q=sandboxing&hits_only=true", token=token).body["matches"]
+    assert [m["seq"] for m in only] == [2]
