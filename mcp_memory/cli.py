@@ -8,19 +8,53 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import sys
+import typing
 from collections.abc import Sequence
 
 from . import __version__
-from .errors import McpMemoryError
+from .errors import McpMemoryError, internal
 
 EPILOG = "Docs: README.md. Every command takes --dsn (else MCP_MEMORY_DSN, the config file, or the embedded default)."
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, except that an unknown option is named. Without this, argparse sets an unknown option
+    aside and hands its value to the next positional: `archive --daemon --metrics-port 1` would say
+    "invalid choice: '1' (choose from status, retry, verify)"."""
+
+    argv: typing.ClassVar[list[str]] = []  # of the parse in progress (one per process: the CLI parses once)
+
+    def error(self, message: str) -> typing.NoReturn:
+        choice = re.search(r"invalid choice: '(.*)' \(choose", message)
+        unknown = self._unknown_option(before=choice[1] if choice else None)
+        if unknown is not None:
+            message = f"unrecognized option {unknown} (see {self.prog} --help)"
+        super().error(message)
+
+    def _unknown_option(self, *, before: str | None) -> str | None:
+        """The first option no parser on the way knows, among the words before the one argparse took
+        for a sub-command (the value of that unknown option)."""
+        if before is None:
+            return None
+        known = set(self._option_string_actions) | set(_ROOT_OPTIONS)
+        for token in _Parser.argv:
+            if token in ("--", before):
+                return None
+            if token.startswith("-") and len(token) > 1 and not token[1:2].isdigit() \
+                    and token.split("=", 1)[0] not in known:
+                return token.split("=", 1)[0]
+        return None
+
+
+_ROOT_OPTIONS = ("--dsn", "-v", "--verbose", "--version", "-h", "--help")
 
 
 def _parser() -> argparse.ArgumentParser:
     from .commands.cliargs import add_arguments  # the arguments of commands that mirror a tool
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="mcp-memory", description="Shared, durable session memory for AI coding agents.", epilog=EPILOG
     )
     parser.add_argument("--version", action="version", version=f"mcp-memory {__version__}")
@@ -81,7 +115,8 @@ def _command_modules() -> list:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    _Parser.argv = list(sys.argv[1:] if argv is None else argv)
+    args = _parser().parse_args(_Parser.argv)
     logging.basicConfig(
         stream=sys.stderr,
         level=logging.DEBUG if args.verbose else logging.WARNING,
@@ -94,6 +129,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # noqa: BLE001 - a bug: logged with its traceback and incident id, answered with both
+        print(f"mcp-memory: {internal(exc, logging.getLogger('mcp_memory.cli')).render()}", file=sys.stderr)
+        return 1
 
 
 def _dispatch(args: argparse.Namespace) -> int:

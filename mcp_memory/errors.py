@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+import secrets
+
 
 class McpMemoryError(Exception):
     """Base class; `code` is the stable bracketed code of README, MCP tools."""
@@ -44,3 +47,30 @@ class ConfigError(McpMemoryError):
     """The configuration is wrong (bad TOML, missing keyring secret, …)."""
 
     code = "config"
+
+
+class Internal(McpMemoryError):
+    """Something unexpected (a bug, or a database error nobody mapped): the caller gets a short reason
+    and an incident id; the server log has the traceback under the same id."""
+
+    code = "internal"
+
+
+def internal(exc: BaseException, log: logging.Logger) -> Internal:
+    """The coded error a transport answers with when `exc` is not an McpMemoryError. Logs the
+    traceback at ERROR with the incident id, so that the answer and the log line can be matched."""
+    incident = secrets.token_hex(4)
+    reason = _short_reason(exc)
+    log.error("internal error, incident %s: %s", incident, reason, exc_info=exc)
+    return Internal(f"{reason} (incident {incident}; the server log has the details)")
+
+
+def _short_reason(exc: BaseException) -> str:
+    """What went wrong, in one short line: a database error by its SQLSTATE and class (its message may
+    quote stored values), anything else by its class and the first line of its message."""
+    sqlstate = getattr(exc, "sqlstate", None)
+    if sqlstate:
+        return f"unexpected database error {sqlstate} ({type(exc).__name__})"
+    first = (str(exc).strip().splitlines() or [""])[0]
+    first = first if len(first) <= 120 else first[:117] + "…"
+    return f"unexpected {type(exc).__name__}" + (f": {first}" if first else "")

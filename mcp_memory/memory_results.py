@@ -69,6 +69,9 @@ class ContextOut(BaseModel):
         default=None, description="Every value the key had, oldest first (only when a key is given).")
 
 
+MatchReason = Literal["terms", "meaning", "names", "context"]
+
+
 class MessageMatch(BaseModel):
     session_id: str = Field(description="The session that holds the message (for an inherited message of a "
                                         "fork: the ancestor it was written in).")
@@ -80,6 +83,12 @@ class MessageMatch(BaseModel):
     project_id: str
     agent_source: str | None = None
     score: float
+    why: MatchReason = Field(default="terms", description=(
+        "Why it matched: terms (it holds query terms, highlighted in the snippet), meaning (its embedding is "
+        "near the question), names (it names someone the best word matches name), or context (it holds none "
+        "of these and is listed as the turn next to the hit `context_of`; hits_only leaves such turns out)."))
+    context_of: int | None = Field(default=None, description=(
+        "For why = context: the seq (same session) of the neighbouring hit this turn is context of."))
 
 
 SearchMode = Literal["fts", "semantic", "hybrid"]
@@ -101,6 +110,9 @@ class RecallItem(BaseModel):
     decision_id: str | None = None
     status: DecisionStatus | None = None
     score: float
+    why: MatchReason | None = Field(default=None, description="For a message: why it matched (as in search_messages).")
+    context_of: int | None = Field(default=None, description="For a message there as context: the seq of the hit "
+                                                             "it neighbours (its line says so).")
 
 
 class Recall(BaseModel):

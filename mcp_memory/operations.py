@@ -258,6 +258,8 @@ class SearchMessages(Input):
     limit: Annotated[int, Field(ge=1, le=MAX_MATCHES, description=f"At most this many (max {MAX_MATCHES}).")] = 10
     mode: Annotated[SearchMode | None, Field(
         description="fts (words), semantic (meaning) or hybrid (both); default hybrid when available.")] = None
+    hits_only: Annotated[bool, Field(
+        description="Leave out the turns listed only as context of a neighbouring hit (why = context).")] = False
 
 
 class RecallHistory(Input):

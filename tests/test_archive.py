@@ -145,13 +145,16 @@ def test_push_failure_retries_then_fails_and_retry_requeues(service: Service, cl
     service.append_messages(s.session_id, messages(3))
     snap = service.create_snapshot(s.session_id, "one")
 
-    assert cli("archive", "--once", "--repo", str(repo), "--remote", str(remote), config=config) == 0
+    capsys.readouterr()
+    assert cli("archive", "--once", "--repo", str(repo), "--remote", str(remote), config=config) == 1
+    assert "0 job(s) failed, 1 left to retry" in capsys.readouterr().err  # the snapshot is not on the remote
     state, attempts, error = job_states(settings.dsn)[snap.snapshot_id]
     assert (state, attempts) == ("pending", 1) and "permission denied" in error
     service.append_messages(s.session_id, messages(1, "later"))
     later = service.create_snapshot(s.session_id, "two")  # commits are not blocked by the failing push
     remote.rename(tmp_path / "gone.git")
-    assert cli("archive", "--once", "--repo", str(repo), "--remote", str(remote), config=config) == 0
+    assert cli("archive", "--once", "--repo", str(repo), "--remote", str(remote), config=config) == 1
+    assert "1 job(s) failed, 1 left to retry" in capsys.readouterr().err
     jobs = job_states(settings.dsn)
     assert jobs[snap.snapshot_id][:2] == ("failed", 2)
     assert jobs[later.snapshot_id][:2] == ("pending", 1)

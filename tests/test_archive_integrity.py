@@ -25,7 +25,7 @@ from mcp_memory.core.service import Service
 
 
 def test_a_row_that_does_not_hash_to_its_payload_is_not_archived(service: Service, cli, settings,  # noqa: F811
-                                                                  tmp_path: Path) -> None:
+                                                                  tmp_path: Path, capsys) -> None:
     s = service.create_session("proj")
     service.append_messages(s.session_id, messages(3))
     with psycopg.connect(settings.dsn) as conn:  # the owner changes a stored payload behind the functions
@@ -33,7 +33,9 @@ def test_a_row_that_does_not_hash_to_its_payload_is_not_archived(service: Servic
                      "WHERE session_id = %s AND seq = 2", (s.session_id,))
     snap = service.create_snapshot(s.session_id, "after the forgery")
     repo = tmp_path / "archive"
-    assert cli("archive", "--once", "--repo", str(repo)) == 0
+    capsys.readouterr()
+    assert cli("archive", "--once", "--repo", str(repo)) == 1  # its only job failed: cron must see it
+    assert "mcp-memory archive: 1 job(s) failed, 0 left to retry" in capsys.readouterr().err
     status, attempts, error = job_states(settings.dsn)[snap.snapshot_id]
     assert status == "failed" and attempts == 1  # retrying cannot make it right
     assert f"session {s.session_id} seq 2" in error and "payload_hash" in error

@@ -45,6 +45,25 @@ def test_usage_errors_exit_2(profile) -> None:
     assert run(profile, "fork").returncode == 2
 
 
+def test_an_unknown_option_is_named_not_taken_for_a_sub_command(profile) -> None:
+    result = run(profile, "archive", "--daemon", "--no-such-option", "1")
+    assert result.returncode == 2
+    assert "unrecognized option --no-such-option" in result.stderr and "invalid choice" not in result.stderr
+    typo = run(profile, "archive", "stauts", "--json")  # a mistyped action is still called that
+    assert typo.returncode == 2 and "invalid choice: 'stauts'" in typo.stderr
+
+
+def test_export_to_a_target_that_cannot_be_written_exits_1(profile, fresh_db, service, tmp_path) -> None:
+    s = service.create_session("p", {"title": "to export"})
+    service.append_messages(s.session_id, [{"role": "user", "content": "hi", "append_id": "a1"}])
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    result = run(profile, "export", s.session_id, "--to", "opencode", "--out", str(blocker / "inside"), dsn=fresh_db)
+    assert result.returncode == 1, result.stdout + result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("mcp-memory: [") and str(blocker) in line
+
+
 def test_schema_prints_json_schema(profile) -> None:
     schema = json.loads(run(profile, "schema").stdout)
     assert schema["properties"]["role"]["enum"] == ["system", "user", "assistant", "tool"]

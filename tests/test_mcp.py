@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
 
+import psycopg
 import pytest
 from mcp import Client, StdioServerParameters
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from mcp_memory.mcp.server import build_server
+from mcp_memory.wiring import build
 
 CONTRACT_TOOLS = {"create_session", "append_message", "append_messages", "read_session", "create_snapshot",
                   "list_snapshots", "load_snapshot", "list_sessions", "update_session_meta"}
@@ -309,3 +313,48 @@ async def test_read_session_waits_for_an_append_from_another_process(client, ser
     assert empty == {"messages": [], "next_after_seq": 1, "has_more": False}
     bad = await client.call_tool("read_session", {"session_id": sid, "wait_seconds": 61})
     assert bad.is_error and _text(bad).startswith("[invalid] wait_seconds")
+
+
+def _as_owner(admin_dsn: str, dsn: str, statement: str) -> None:
+    """Run one statement in the test database `dsn` with the admin role (it owns the schema)."""
+    with psycopg.connect(make_conninfo(admin_dsn, dbname=conninfo_to_dict(dsn)["dbname"]), autocommit=True) as conn:
+        conn.execute(statement)
+
+
+async def test_a_read_only_database_says_read_only_standby(settings, admin_dsn) -> None:
+    """What a DSN pointing at a hot standby gets: PostgreSQL refuses every write with
+    ReadOnlySqlTransaction, here made real with default_transaction_read_only on the database."""
+    name = conninfo_to_dict(settings.dsn)["dbname"]
+    _as_owner(admin_dsn, settings.dsn, f'ALTER DATABASE "{name}" SET default_transaction_read_only = on')
+    svc = build(settings)
+    try:
+        async with Client(build_server(lambda: svc)) as client:
+            result = await client.call_tool("create_session", {"project_id": "p"})
+            listed = await client.call_tool("list_sessions", {})
+    finally:
+        svc.db.close()
+    assert result.is_error
+    assert _text(result).startswith("[unavailable] the database is read-only/standby")
+    assert "Error executing tool" not in _text(result)
+    assert not listed.is_error  # reads still work
+
+
+async def test_an_unexpected_error_is_internal_with_an_incident_id_the_log_carries(settings, admin_dsn,
+                                                                                   caplog) -> None:
+    """A fault nobody mapped (here: a write function renamed behind the server's back) reaches the
+    client as [internal] with a short reason and an id, and the log line carries the same id."""
+    _as_owner(admin_dsn, settings.dsn, "DO $$ DECLARE f regprocedure; BEGIN "
+              "FOR f IN SELECT oid::regprocedure FROM pg_proc WHERE proname = 'mm_create_session' LOOP "
+              "EXECUTE format('ALTER FUNCTION %s RENAME TO mm_create_session_gone', f); END LOOP; END $$")
+    svc = build(settings)
+    try:
+        async with Client(build_server(lambda: svc)) as client:
+            result = await client.call_tool("create_session", {"project_id": "p"})
+    finally:
+        svc.db.close()
+    text = _text(result)
+    assert result.is_error and text.startswith("[internal] unexpected database error 42883 (UndefinedFunction)")
+    assert "Error executing tool" not in text
+    incident = re.search(r"incident ([0-9a-f]{8})", text)[1]
+    logged = [r for r in caplog.records if r.levelname == "ERROR" and incident in r.getMessage()]
+    assert logged and logged[0].exc_info is not None  # the traceback is in the log, under the same id

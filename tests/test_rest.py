@@ -250,3 +250,30 @@ def test_openapi_bodies_come_from_the_input_models(rest: Server) -> None:
     assert sorted(status["enum"]) == ["accepted", "proposed", "rejected", "superseded"]
     ids = {op["operationId"] for path in doc["paths"].values() for op in path.values()}
     assert {"set_context", "get_context", "recall", "append_message", "append_messages"} <= ids
+
+
+def test_an_unexpected_database_error_is_internal_with_an_incident_id(rest: Server, make_token, owner_db: Database,
+                                                                      caplog) -> None:
+    token = make_token("rw", ["A"]).token
+    with owner_db.transaction() as conn:  # a write function renamed behind the server's back: nobody maps that
+        conn.execute("DO $$ DECLARE f regprocedure; BEGIN "
+                     "FOR f IN SELECT oid::regprocedure FROM pg_proc WHERE proname = 'mm_create_session' LOOP "
+                     "EXECUTE format('ALTER FUNCTION %s RENAME TO mm_create_session_gone', f); END LOOP; END $$")
+    reply = rest.call("POST", "/v1/sessions", token=token, body={"project_id": "A"})
+    assert reply.status == 500 and reply.body["error"]["code"] == "internal"
+    message = reply.body["error"]["message"]
+    assert message.startswith("unexpected database error 42883 (UndefinedFunction) (incident ")
+    incident = message.split("incident ")[1][:8]
+    assert any(incident in r.getMessage() and r.exc_info for r in caplog.records if r.levelname == "ERROR")
+
+
+def test_search_matches_are_labelled_and_hits_only_is_a_query_parameter(rest: Server, make_token, service) -> None:
+    s = service.create_session("A", {"title": "t"})
+    service.append_messages(s.session_id, [{"role": "user", "content": c} for c in
+                                           ("first turn", "we add sandboxing now", "third turn")])
+    token = make_token("rw", ["A"]).token
+    every = rest.call("GET", "/v1/search?q=sandboxing", token=token).body["matches"]
+    assert [(m["seq"], m["why"], m["context_of"]) for m in sorted(every, key=lambda m: m["seq"])] == \
+        [(1, "context", 2), (2, "terms", None), (3, "context", 2)]
+    only = rest.call("GET", "/v1/search?q=sandboxing&hits_only=true", token=token).body["matches"]
+    assert [m["seq"] for m in only] == [2]

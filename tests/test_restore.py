@@ -157,3 +157,26 @@ def test_a_folder_that_is_no_repository_and_an_unreachable_url_are_named(service
     assert "not a git repository" in capsys.readouterr().err
     assert main(["--dsn", second_db, "restore", "--from-archive", (tmp_path / "gone.git").as_uri()]) == 1
     assert "cannot clone the archive from file://" in capsys.readouterr().err
+
+
+def test_the_blob_reader_streams_bounded_lines_and_stays_in_step(tmp_path: Path) -> None:
+    from mcp_memory.archive.blobs import BlobReader, TooLong, commit_messages
+
+    repo = tmp_path / "r"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "a").write_bytes(b"one\n" + b"x" * 300_000 + b"\nthree\nno newline at the end")
+    (repo / "b").write_bytes(b"\n".join(b"line %d" % i for i in range(100_000)) + b"\n")
+    git(repo, "add", "a", "b")
+    git(repo, "commit", "-qm", "first")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "second\n\nwith a body")
+    with BlobReader(repo, "main") as reader:
+        assert list(reader.lines("a", max_line=1000)) == [b"one", TooLong(300_000), b"three",
+                                                          b"no newline at the end"]
+        partial = reader.lines("b", max_line=1000)
+        assert [next(partial) for _ in range(3)] == [b"line 0", b"line 1", b"line 2"]
+        partial.close()  # stopped early: the rest of the file is drained, the next read is in step
+        assert list(reader.lines("missing", max_line=10)) == []
+        assert next(iter(reader.lines("a", max_line=1000))) == b"one"
+    messages = [m for m in commit_messages(repo, "main", max_bytes=1000) if m]
+    assert messages == [b"first", b"second\n\nwith a body"]

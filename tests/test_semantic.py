@@ -90,6 +90,11 @@ def test_embed_resumes_at_the_watermark_and_semantic_search_finds_paraphrases(se
     assert not service.search_messages("kafka", project_id="shop", mode="fts").matches
     found = service.search_messages("kafka", project_id="shop").matches
     assert found[0].seq in {2, 5} and {1, 2, 5} <= {m.seq for m in found}
+    # none holds the word: each is labelled a vector hit, or context of the hit it neighbours
+    assert {m.why for m in found} <= {"meaning", "context"} and found[0].why == "meaning"
+    vector_hits = {m.seq for m in found if m.why == "meaning"}
+    assert all(m.context_of in vector_hits and abs(m.context_of - m.seq) == 1 for m in found if m.why == "context")
+    assert all(m.why == "meaning" for m in service.search_messages("kafka", project_id="shop", hits_only=True).matches)
 
 
 def test_only_message_vectors_rank(service, pgvector) -> None:

@@ -1,5 +1,6 @@
 """Committed files read line by line, never whole: one `git cat-file --batch` serves every file of a
-restore, and each file comes back as a stream of lines bounded in length.
+restore, and each file comes back as a stream of lines bounded in length; commit messages come the
+same way from one `git log`.
 
 A line longer than the bound is not held in memory: its bytes are read and dropped, and the caller
 gets TOO_LONG in its place (with the number of bytes it had), so one crafted line of hundreds of
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -65,37 +66,62 @@ class BlobReader:
             proc.stdout.read(1)  # the newline after each object
 
 
+def commit_messages(repo: Path, rev: str, *, max_bytes: int) -> Iterator[bytes | TooLong]:
+    """The full message of every commit reachable from `rev`, oldest first, streamed from one `git log`
+    (TooLong for a message over `max_bytes`): a long history never sits in memory."""
+    proc = subprocess.Popen(["git", "log", "--reverse", "--format=%B%x00", rev, "--"], cwd=repo,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={**os.environ, **_ENV})
+    assert proc.stdout is not None
+    try:
+        for record in _records(proc.stdout.read, max_bytes, b"\x00"):
+            yield record if isinstance(record, TooLong) else record.strip(b"\n")
+    finally:
+        proc.stdout.close()
+        if proc.wait() not in (0, -13):  # -13: SIGPIPE, the consumer stopped early
+            raise GitError(f"git log {rev} failed (exit {proc.returncode})")
+
+
 def _split(stream: IO[bytes], size: int, max_line: int) -> Iterator[bytes | TooLong]:
     """Lines of the next `size` bytes of `stream`; always consumes exactly `size` bytes, even when
     the consumer stops early (the generator's cleanup drains the rest)."""
-    pending = bytearray()
-    dropped = 0  # > 0 while inside a line already over the bound
     left = size
+
+    def read(n: int) -> bytes:
+        nonlocal left
+        if not left:
+            return b""
+        chunk = stream.read(min(n, left))
+        if not chunk:
+            raise GitError("git cat-file ended in the middle of a file")
+        left -= len(chunk)
+        return chunk
+
     try:
-        while left:
-            chunk = stream.read(min(_CHUNK, left))
-            if not chunk:
-                raise GitError("git cat-file ended in the middle of a file")
-            left -= len(chunk)
-            start = 0
-            while True:
-                end = chunk.find(b"\n", start)
-                piece = chunk[start:] if end < 0 else chunk[start:end]
-                if dropped or len(pending) + len(piece) > max_line:
-                    dropped += len(pending) + len(piece)
-                    pending.clear()
-                else:
-                    pending += piece
-                if end < 0:
-                    break
-                yield TooLong(dropped) if dropped else bytes(pending)
-                pending.clear()
-                dropped, start = 0, end + 1
-        if pending or dropped:
-            yield TooLong(dropped) if dropped else bytes(pending)
+        yield from _records(read, max_line, b"\n")
     finally:
-        while left:  # the consumer stopped early: keep the batch stream in step
-            chunk = stream.read(min(_CHUNK, left))
-            if not chunk:
+        while read(_CHUNK):  # the consumer stopped early: keep the batch stream in step
+            pass
+
+
+def _records(read: Callable[[int], bytes], max_len: int, sep: bytes) -> Iterator[bytes | TooLong]:
+    """The `sep`-separated records of what `read` returns until it returns b"" (a last record without
+    its separator included), each as bytes or, over `max_len`, as TooLong (its bytes dropped)."""
+    pending = bytearray()
+    dropped = 0  # > 0 while inside a record already over the bound
+    while chunk := read(_CHUNK):
+        start = 0
+        while True:
+            end = chunk.find(sep, start)
+            piece = chunk[start:] if end < 0 else chunk[start:end]
+            if dropped or len(pending) + len(piece) > max_len:
+                dropped += len(pending) + len(piece)
+                pending.clear()
+            else:
+                pending += piece
+            if end < 0:
                 break
-            left -= len(chunk)
+            yield TooLong(dropped) if dropped else bytes(pending)
+            pending.clear()
+            dropped, start = 0, end + 1
+    if pending or dropped:
+        yield TooLong(dropped) if dropped else bytes(pending)

@@ -517,14 +517,6 @@ def tag_subjects(repo: Path) -> dict[str, tuple[str, str]]:
     return found
 
 
-def commit_messages(repo: Path, *, rev: str = layout.BRANCH) -> list[str]:
-    """Full messages of every commit on main (or `rev`), oldest first (one `git log`)."""
-    if rev == layout.BRANCH and head(repo) is None:
-        return []
-    out = git(repo, "log", "--reverse", "--format=%B%x00", rev, "--")
-    return [m.strip("\n") for m in out.split("\x00") if m.strip()]
-
-
 def tags(repo: Path) -> dict[str, str]:
     """snapshot-* tag name → the commit it points at."""
     out = git(repo, "for-each-ref", "--format=%(refname:short) %(*objectname)", "refs/tags/snapshot-*")

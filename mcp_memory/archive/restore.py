@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict, deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ from ..core import search
 from ..errors import Invalid, McpMemoryError
 from ..store.archive_store import ArchiveStore, RestoredMessage
 from ..store.db import Database
-from . import gitrepo, layout, source
+from . import blobs, gitrepo, layout, source
 from .blobs import BlobReader, TooLong
 
 Progress = Callable[[int, int], None]
@@ -92,7 +92,6 @@ def _restore_from(db: Database, archive: source.Source, reader: BlobReader, *, f
     files = set(gitrepo.list_files(repo, rev=rev))  # regular files at archive paths only: a link is never read
     result.bad_lines += [BadLine(path, 0, why) for path, why in gitrepo.refused_entries(repo, rev)]
     docs = _read_metas(reader, sorted(p for p in files if p.endswith(".meta.json")), max_line, result)
-    snapshots = read_snapshots(repo, rev)
     ordered, cyclic = _parents_first(docs, result.warnings)
     for doc in cyclic:
         _skip(result, layout.meta_path(doc["session_id"]), "its lineage runs in a circle (a parent of its own)")
@@ -122,7 +121,7 @@ def _restore_from(db: Database, archive: source.Source, reader: BlobReader, *, f
             finally:
                 rows.close()
             restored[sid] = rows.last_seq
-        _restore_snapshots(store, conn, snapshots, restored, result)
+        _restore_snapshots(store, conn, read_snapshots(repo, rev, max_bytes=max_line), restored, result)
         for doc in ordered:
             if doc["session_id"] in restored and doc.get("parent_snapshot_id") is not None \
                     and doc.get("parent_session_id"):
@@ -134,7 +133,7 @@ def _restore_from(db: Database, archive: source.Source, reader: BlobReader, *, f
     return result
 
 
-def _restore_snapshots(store: ArchiveStore, conn: psycopg.Connection, snapshots: list[layout.SnapshotInfo],
+def _restore_snapshots(store: ArchiveStore, conn: psycopg.Connection, snapshots: Iterable[layout.SnapshotInfo],
                        restored: dict[str, int], result: RestoreResult) -> None:
     for snap in snapshots:
         if snap.session_id not in restored:
@@ -156,17 +155,19 @@ def _restore_snapshots(store: ArchiveStore, conn: psycopg.Connection, snapshots:
         result.snapshots += 1
 
 
-def read_snapshots(repo: Path, rev: str = layout.BRANCH) -> list[layout.SnapshotInfo]:
-    """Snapshots from the snapshot commits on main (or `rev`), oldest first, each id once."""
-    found: dict[int, layout.SnapshotInfo] = {}
-    for message in gitrepo.commit_messages(repo, rev=rev):
+def read_snapshots(repo: Path, rev: str, *, max_bytes: int) -> Iterator[layout.SnapshotInfo]:
+    """Snapshots from the snapshot commits on main, oldest first, each id once (streamed)."""
+    seen: set[int] = set()
+    for message in blobs.commit_messages(repo, rev, max_bytes=max_bytes):
+        if isinstance(message, TooLong):
+            continue  # no snapshot commit is that long
         try:
-            info = layout.parse_commit_message(message)
-        except (McpMemoryError, ValueError, KeyError, TypeError):
+            info = layout.parse_commit_message(message.decode())
+        except (McpMemoryError, ValueError, KeyError, TypeError, RecursionError):
             continue
-        if info is not None:
-            found.setdefault(info.snapshot_id, info)
-    return sorted(found.values(), key=lambda s: s.snapshot_id)
+        if info is not None and info.snapshot_id not in seen:
+            seen.add(info.snapshot_id)
+            yield info
 
 
 def _skip(result: RestoreResult, file: str, why: str) -> None:

@@ -106,6 +106,10 @@ def _run(db: Database, settings: Settings, args: argparse.Namespace) -> int:
               f"{summary.done} done, {summary.retrying} to retry, {summary.failed} failed")
         for error in summary.errors:
             print(f"  {error}", file=sys.stderr)
+        if summary.failed or summary.retrying:  # cron and systemd must see that snapshots are not archived
+            print(f"mcp-memory archive: {summary.failed} job(s) failed, {summary.retrying} left to retry "
+                  "(mcp-memory archive status; archive retry --failed)", file=sys.stderr)
+            return 1
     return 0
 
 

@@ -23,7 +23,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     add_arguments(search, "search_messages", {
         "query": (), "project_id": ("--project",), "agent_source": ("--agent",), "role": ("--role",),
         "session_id": ("--session",), "since": ("--since",), "until": ("--until",), "limit": ("--limit",),
-        "mode": ("--mode",)})
+        "mode": ("--mode",), "hits_only": ("--hits-only",)})
     search.add_argument("--json", action="store_true", help="print one JSON document")
 
     recall = sub.add_parser("recall", help="prompt-ready history block (as the recall tool); --hook for session start",
@@ -78,7 +78,8 @@ def search(settings: Settings, args: argparse.Namespace) -> int:
     if result.note:
         print(f"note: {result.note}", file=sys.stderr)
     for m in result.matches:
-        print(f"{m.created_at[:16]}  {m.session_id}#{m.seq}  {m.role:<9} {m.score:7.3f}  {m.session_title or ''}")
+        label = f"  [context of #{m.context_of}]" if m.why == "context" else ("" if m.why == "terms" else f"  [{m.why}]")
+        print(f"{m.created_at[:16]}  {m.session_id}#{m.seq}  {m.role:<9} {m.score:7.3f}  {m.session_title or ''}{label}")
         print(f"    {m.snippet}")
     if not result.matches:
         print("no matches")

@@ -25,7 +25,7 @@ from ..search.query import parse
 from ..store.db import Database
 from ..store.embedding_store import EmbeddingStore, Nearest
 from ..store.search_store import Scope, SearchStore
-from .search import Lexical, check_limit, check_query, check_scope, fetch_matches, fts_scores, with_session
+from .search import Hits, Lexical, check_limit, check_query, check_scope, fetch_matches, fts_scores, with_session
 
 MODES: tuple[SearchMode, ...] = ("fts", "semantic", "hybrid")
 VECTOR_WEIGHT = 1.0  # the nearest vector against the best word match (1); constants chosen on the tuning parts
@@ -52,9 +52,10 @@ def check_mode(mode: Any) -> SearchMode | None:
 
 def search(
     db: Database, query: Any, *, embedder: Provider | None = None, mode: Any = None, session_id: str | None = None,
-    limit: Any = 10, **filters: Any,
+    limit: Any = 10, hits_only: bool = False, **filters: Any,
 ) -> MatchList:
-    """filters: project_id, agent_source, role, since, until."""
+    """filters: project_id, agent_source, role, since, until. hits_only: leave out the turns that are
+    there only as the context of a neighbouring hit."""
     text = check_query(query)
     limit = check_limit(limit)
     scope = check_scope(**filters)
@@ -72,7 +73,9 @@ def search(
         lexical = fts_scores(store, parsed, scope) if plan.mode != "semantic" else Lexical({}, 0.0)
         near = _nearest(EmbeddingStore(conn), scope, embedder, vector) if vector is not None else []
         weight = vector_weight(text, getattr(embedder, "scripts", None), lexical.confidence)
-        matches = fetch_matches(store, scope, parsed, combine(plan.mode, lexical.scores, near, weight), limit)
+        hits = Hits(words=lexical.own, meaning=vector_hits(plan.mode, near))
+        matches = fetch_matches(store, scope, parsed, combine(plan.mode, lexical.scores, near, weight), limit,
+                                hits=hits, hits_only=hits_only is True)
     return MatchList(matches=matches, mode=plan.mode, note=plan.note)
 
 
@@ -150,10 +153,7 @@ def combine(mode: SearchMode, lexical: dict[ranking.Key, float], near: list[Near
     asked before, and the answer is the turn after it."""
     if mode == "fts":
         return lexical
-    similarity: dict[ranking.Key, float] = {}
-    for n in near:
-        key = (n.session_id, n.seq)
-        similarity[key] = max(similarity.get(key, -1.0), 1.0 - n.distance)
+    similarity = _similarity(near)
     if mode == "semantic":
         return similarity
     best = max(lexical.values(), default=0.0)
@@ -163,6 +163,23 @@ def combine(mode: SearchMode, lexical: dict[ranking.Key, float], near: list[Near
         for key, value in ranking.with_neighbours(above_typical(similarity)).items():
             fused[key] = fused.get(key, 0.0) + weight * value
     return fused
+
+
+def _similarity(near: list[Nearest]) -> dict[ranking.Key, float]:
+    similarity: dict[ranking.Key, float] = {}
+    for n in near:
+        key = (n.session_id, n.seq)
+        similarity[key] = max(similarity.get(key, -1.0), 1.0 - n.distance)
+    return similarity
+
+
+def vector_hits(mode: SearchMode, near: list[Nearest]) -> dict[ranking.Key, float]:
+    """The turns found by their own vector (before neighbour credit): in hybrid, those that stand out
+    of the pool (`above_typical`), as in `combine`; in semantic, every nearest turn."""
+    if mode == "fts" or not near:
+        return {}
+    similarity = _similarity(near)
+    return similarity if mode == "semantic" else above_typical(similarity)
 
 
 def above_typical(similarity: dict[ranking.Key, float]) -> dict[ranking.Key, float]:

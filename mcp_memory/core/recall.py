@@ -26,9 +26,9 @@ LABELS = {
 }
 WORDS = {
     "en": {"because": "reason", "replaced": "replaced by", "user": "user", "assistant": "assistant",
-           "tool": "tool", "system": "system"},
+           "tool": "tool", "system": "system", "context": "context of #{seq}"},
     "zh": {"because": "原因", "replaced": "已被取代", "user": "用户", "assistant": "助手", "tool": "工具",
-           "system": "系统"},
+           "system": "系统", "context": "#{seq} 的上下文"},
 }
 HEADER = {
     "en": ("Relevant history from earlier agent sessions. It may be outdated: check that it still applies "
@@ -81,9 +81,10 @@ def _decision_item(d: Decision, lang: str) -> RecallItem:
 def _message_item(m: MessageMatch, lang: str) -> RecallItem:
     where = f" @ {m.session_title}" if m.session_title else ""
     body = m.snippet.replace("**", "")
-    line = f"[{m.created_at[:10]}] {WORDS[lang].get(m.role, m.role)}{where}: {body}"
+    context = f" ({WORDS[lang]['context'].format(seq=m.context_of)})" if m.why == "context" and m.context_of else ""
+    line = f"[{m.created_at[:10]}] {WORDS[lang].get(m.role, m.role)}{where}{context}: {body}"
     return RecallItem(kind="message", text=shorten(line, ITEM_CHARS), date=m.created_at[:10],
-                      session_id=m.session_id, seq=m.seq, score=m.score)
+                      session_id=m.session_id, seq=m.seq, score=m.score, why=m.why, context_of=m.context_of)
 
 
 def render(items: list[RecallItem], lang: str) -> str:

@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, overload
 
 from ..errors import Invalid, NotFound
-from ..memory_results import MessageMatch
+from ..memory_results import MatchReason, MessageMatch
 from ..operations import MAX_MATCHES, MAX_QUERY_CHARS
 from ..schema import ROLES, format_time
 from ..search import dates, ranking
@@ -109,6 +109,7 @@ class Lexical:
 
     scores: dict[ranking.Key, float]
     confidence: float
+    own: dict[ranking.Key, float] = field(default_factory=dict)  # before neighbour credit: the word hits
 
 
 def fts_scores(store: SearchStore, parsed: ParsedQuery, scope: Scope) -> Lexical:
@@ -119,7 +120,7 @@ def fts_scores(store: SearchStore, parsed: ParsedQuery, scope: Scope) -> Lexical
         names = bridge_terms(store, scope, parsed, own)
         if names:
             own, _ = _bm25(store, replace(parsed, terms={**names, **parsed.terms}), scope)
-    return Lexical(ranking.with_neighbours(own), confidence)
+    return Lexical(ranking.with_neighbours(own), confidence, own)
 
 
 def _bm25(store: SearchStore, parsed: ParsedQuery, scope: Scope) -> tuple[dict[ranking.Key, float], float]:
@@ -161,17 +162,35 @@ def names_in(text: str) -> list[str]:
     return [m.group(1) for m in _NAME.finditer(text)]
 
 
+@dataclass(frozen=True)
+class Hits:
+    """The turns found on their own (before neighbour credit), to label each match: by its words or
+    by its meaning (a vector hit). A match that is neither is there as context of a neighbour."""
+
+    words: dict[ranking.Key, float] = field(default_factory=dict)
+    meaning: dict[ranking.Key, float] = field(default_factory=dict)
+
+    def score(self, key: ranking.Key) -> float:
+        return self.words.get(key, 0.0) + self.meaning.get(key, 0.0)
+
+
 def fetch_matches(
-    store: SearchStore, scope: Scope, parsed: ParsedQuery, scores: dict[ranking.Key, float], limit: int,
+    store: SearchStore, scope: Scope, parsed: ParsedQuery, scores: dict[ranking.Key, float], limit: int, *,
+    hits: Hits | None = None, hits_only: bool = False,
 ) -> list[MessageMatch]:
-    """The best `limit` of the scored keys that pass every filter, with recency, as matches."""
+    """The best `limit` of the scored keys that pass every filter, with recency, as matches, each
+    labelled (`why`, `context_of`); `hits_only` leaves out the turns that are there only as the
+    context of a neighbouring hit."""
+    hits = hits or Hits()
+    if hits_only:
+        scores = {key: score for key, score in scores.items() if hits.score(key) > 0}
     keys = ranking.top_keys(scores, limit * HIT_FETCH_FACTOR)
     rows = store.hits(scope=scope, keys=keys, required=required_tsquery(parsed)) if keys else []
     by_key = {(r["session_id"], r["seq"]): r for r in rows}
     timed = time_factors(parsed.text, by_key)
     ordered = ranking.final_order((key, scores[key] * timed.get(key, 1.0), row["created_at"])
                                   for key, row in by_key.items())
-    return [_match(by_key[key], score, parsed) for key, score in ordered[:limit]]
+    return [_match(by_key[key], score, parsed, hits) for key, score in ordered[:limit]]
 
 
 def time_factors(text: str, rows: dict[ranking.Key, dict[str, Any]]) -> dict[ranking.Key, float]:
@@ -199,13 +218,31 @@ def _segments(store: Store, session_id: str) -> list[tuple[str, int, int]]:
     return [(s.session_id, s.lower, s.upper if s.upper is not None else 2**62) for s in segments]
 
 
-def _match(row: dict[str, Any], score: float, parsed: ParsedQuery) -> MessageMatch:
+def _match(row: dict[str, Any], score: float, parsed: ParsedQuery, hits: Hits) -> MessageMatch:
+    key = (row["session_id"], row["seq"])
+    text = snippet(dates.annotate(payload_text(row["payload"]), row["created_at"]), parsed.terms)
+    why, context_of = _why(key, text, hits)
     return MessageMatch(
-        session_id=row["session_id"], seq=row["seq"], role=row["role"],
-        snippet=snippet(dates.annotate(payload_text(row["payload"]), row["created_at"]), parsed.terms),
+        session_id=row["session_id"], seq=row["seq"], role=row["role"], snippet=text,
         created_at=format_time(row["created_at"]), session_title=row["title"], project_id=row["project_id"],
-        agent_source=row["agent_source"], score=round(score, 6),
+        agent_source=row["agent_source"], score=round(score, 6), why=why, context_of=context_of,
     )
+
+
+def _why(key: ranking.Key, snippet_text: str, hits: Hits) -> tuple[MatchReason, int | None]:
+    """terms: it holds a query term (highlighted as **term**, the message's own asterisks are
+    escaped); meaning: its vector is near the question; names: it names someone the best word hits
+    name (a multi-hop bridge); context: none of these, it is there because it neighbours a hit, whose
+    seq is returned (the neighbour that counted most)."""
+    if "**" in snippet_text:
+        return "terms", None
+    if hits.meaning.get(key, 0.0) > 0:
+        return "meaning", None
+    if hits.words.get(key, 0.0) > 0:
+        return "names", None
+    session_id, seq = key
+    neighbours = [(hits.score((session_id, n)), n) for n in (seq - 1, seq + 1) if hits.score((session_id, n)) > 0]
+    return "context", max(neighbours)[1] if neighbours else None
 
 
 # synonyms and index maintenance -------------------------------------------------------------------

@@ -147,13 +147,14 @@ class Service:
     def search_messages(
         self, query: str, *, project_id: str | None = None, agent_source: str | None = None,
         role: Role | None = None, session_id: str | None = None, since: str | None = None,
-        until: str | None = None, limit: int = 10, mode: SearchMode | None = None,
+        until: str | None = None, limit: int = 10, mode: SearchMode | None = None, hits_only: bool = False,
     ) -> MatchList:
-        """mode: fts | semantic | hybrid (default: hybrid when the project has vectors, else fts)."""
+        """mode: fts | semantic | hybrid (default: hybrid when the project has vectors, else fts).
+        hits_only: leave out the turns there only as context of a neighbouring hit."""
         self.indexer.catch_up(project_id if isinstance(project_id, str) else None)
         return hybrid.search(self.db, query, embedder=self.embedder, mode=mode, project_id=project_id,
                              agent_source=agent_source, role=role, session_id=session_id, since=since,
-                             until=until, limit=limit)
+                             until=until, limit=limit, hits_only=hits_only)
 
     def recall(self, query: str, *, project_id: str | None = None, limit: int = 5) -> Recall:
         self.indexer.catch_up(project_id if isinstance(project_id, str) else None)

@@ -10,7 +10,7 @@ import logging
 
 from starlette.responses import JSONResponse
 
-from ..errors import ConfigError, Conflict, Forbidden, Invalid, McpMemoryError, NotFound, Unavailable
+from ..errors import ConfigError, Conflict, Forbidden, Invalid, McpMemoryError, NotFound, Unavailable, internal
 from ..security.tokens import Unauthorized
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ def error_response(exc: McpMemoryError) -> JSONResponse:
 
 
 def internal_error(exc: Exception) -> JSONResponse:
-    """A bug, not a user error: logged with its traceback; the client gets no details."""
-    log.error("unexpected error", exc_info=exc)
-    return JSONResponse({"error": {"code": "internal", "message": "internal error (see the server log)"}},
-                        status_code=500)
+    """A bug, not a user error: logged with its traceback under an incident id; the client gets the
+    short reason and that id."""
+    coded = internal(exc, log)
+    return JSONResponse({"error": {"code": coded.code, "message": str(coded)}}, status_code=500)

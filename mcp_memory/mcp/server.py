@@ -21,7 +21,7 @@ from pydantic import Field, ValidationError
 from pydantic.fields import FieldInfo
 
 from .. import __version__, jsoncheck
-from ..errors import McpMemoryError
+from ..errors import McpMemoryError, internal
 from ..operations import OPERATIONS, Operation, call
 from ..schema import describe_validation_error
 
@@ -62,14 +62,17 @@ class MemoryServer(MCPServer):
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             cause = exc.__cause__
-            if isinstance(exc, UnexpectedToolError):
-                raise
+            while isinstance(cause, UnexpectedToolError):  # a nested tool's crash: look at what it wraps
+                cause = cause.__cause__
             if isinstance(cause, ValidationError):
                 raise ToolError(f"[invalid] {describe_validation_error(cause, prefix='')}") from cause
-            while cause is not None and not isinstance(cause, McpMemoryError):
-                cause = cause.__cause__
-            if cause is not None:  # the text is exactly "[code] message"
-                raise ToolError(cause.render()) from cause
+            coded = cause
+            while coded is not None and not isinstance(coded, McpMemoryError):
+                coded = coded.__cause__
+            if coded is not None:  # the text is exactly "[code] message"
+                raise ToolError(coded.render()) from coded
+            if isinstance(exc, UnexpectedToolError):  # never the SDK's bare "Error executing tool …"
+                raise ToolError(internal(cause or exc, log).render()) from cause
             raise
 
 

@@ -237,6 +237,9 @@ def _translate(exc: psycopg.Error) -> McpMemoryError | None:
         return FUNCTION_ERRORS[exc.sqlstate](message)
     if isinstance(exc, psycopg.errors.UndefinedTable):
         return Unavailable(f"the database schema is missing ({message}): run `mcp-memory db migrate`")
+    if isinstance(exc, psycopg.errors.ReadOnlySqlTransaction):  # a standby (hot standby), or read-only set
+        return Unavailable(f"the database is read-only/standby and refuses writes ({message}): point the DSN "
+                           "at the primary, or turn default_transaction_read_only off")
     if isinstance(exc, psycopg.errors.InsufficientPrivilege):
         return Forbidden(message or "permission denied")
     if isinstance(exc, psycopg.DataError):  # e.g. U+0000 in a text argument: the input, not the server

@@ -50,7 +50,8 @@ def sessions_page(service: Service, query: dict[str, str]) -> dict[str, Any]:
         mode = _text(query, "mode")
         if mode is not None and mode not in MODES:
             raise Invalid(f"mode must be one of {', '.join(MODES)}")
-        found = service.search_messages(text, mode=mode, limit=50, **{k: v for k, v in filters.items() if v})
+        found = service.search_messages(text, mode=mode, limit=50, hits_only=query.get("hits_only") == "1",
+                                        **{k: v for k, v in filters.items() if v})
         result["search"] = {"mode": found.mode, "note": found.note, "matches": [
             {**m.model_dump(), "html": render.snippet(m.snippet), "start": page_start(m.seq)} for m in found.matches]}
     return result

@@ -6,7 +6,8 @@ Writes an archive (a git repository, lines made with the archive's own format an
 (a) one session whose jsonl is about --mb MB of ordinary messages and (b) one session with a single
 line of --line-mb MB (far over the message limit: restore quarantines it), then runs `mcp-memory
 restore` as a child process on each into an empty database and reports the peak RSS (VmHWM, Linux)
-of that process and of the git processes it starts. Without --dsn a temporary embedded PostgreSQL is started and stopped.
+of that process and of the git processes it starts. Without --dsn a temporary embedded PostgreSQL
+is started and stopped.
 """
 
 from __future__ import annotations
