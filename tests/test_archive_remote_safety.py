@@ -198,7 +198,7 @@ def test_archiver_status_restore_and_verify_never_follow_a_pushed_link(service: 
 
     # the push is rejected (the remote moved on), the remote's commit is refused, and the job says why
     assert cli("archive", "--once", "--repo", str(repo), "--remote", str(remote),
-               config={"max_attempts": 1}) == 0
+               config={"max_attempts": 1}) == 1  # its job failed: the run says so in its exit status
     untouched(file, folder)
     assert [json.loads(x)["seq"] for x in (repo / layout.session_path(s.session_id)).read_text().splitlines()] \
         == [1, 2, 3, 4, 5]  # the archiver's own file, inside the repository
