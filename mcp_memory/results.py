@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -77,3 +77,56 @@ class SessionList(BaseModel):
 
 class SessionOut(BaseModel):
     session: Session
+
+
+# transfers: sessions to and from an agent's native files (core/transfers.py) ----------------------
+class Imported(BaseModel):
+    """One native session as import stored it."""
+
+    session_id: str
+    native_id: str
+    agent: str
+    messages: int = Field(description="Messages read from the native session.")
+    new: int = Field(default=0, description="Messages stored now.")
+    duplicates: int = Field(default=0, description="Messages that were already stored (importing again adds nothing).")
+    redacted: int = 0
+    created: bool = Field(default=False, description="True when the session was created by this import.")
+    report: dict[str, Any] = Field(default_factory=dict, description="What the reader dropped, transformed or "
+                                                                     "synthesised.")
+    error: str | None = Field(default=None, description="Why this session was not stored (the others were).")
+    relayed_from: dict[str, Any] | None = Field(
+        default=None, description="For the continuation of an exported session: the source session, snapshot and seq.")
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True)
+
+
+class ImportResult(BaseModel):
+    sessions: list[Imported]
+    report: dict[str, Any] = Field(description="The mapping report of every session read, merged.")
+    skipped: list[str] = Field(default_factory=list,
+                               description="Files or sessions that held no messages of this agent (nothing stored).")
+
+
+class NativeFile(BaseModel):
+    name: str = Field(description="The file's path relative to the export's folder.")
+    content: str
+    encoding: Literal["utf-8", "base64"] = "utf-8"
+
+
+class Exported(BaseModel):
+    session_id: str
+    agent: str
+    native_id: str = Field(description="The session's id in the target agent.")
+    report: dict[str, Any] = Field(description="What the target format could not carry as-is (dropped, "
+                                               "transformed, synthesised).")
+    files: list[NativeFile] | None = Field(default=None, description="Without install: the native files.")
+    installed: list[str] | None = Field(default=None, description="With install: the files written where the "
+                                                                   "agent looks.")
+    written: list[str] | None = Field(default=None, description="With a folder (the CLI's --out, the library): "
+                                                                 "the files written there.")
+    resume: str | None = Field(default=None, description="With install: the command that continues the session "
+                                                         "in the agent.")
+    relay: dict[str, Any] | None = Field(default=None, description="The recorded relay (snapshot_id, carried): "
+                                                                   "the agent's continuation is imported as a fork.")
+    warnings: list[str] = Field(default_factory=list)
