@@ -120,7 +120,7 @@ class Service:
         return transfers.export(self, session_id, to, install=install, cwd=cwd, options=options)
 
     def import_session(
-        self, agent: str, *, path: str | None = None, content: str | None = None, name: str | None = None,
+        self, agent: str, *, path: str | None = None, content: str = "", name: str | None = None,
         project_id: str | None = None,
     ) -> ImportResult:
         return transfers.import_session(self, agent, path=path, content=content, name=name, project_id=project_id)

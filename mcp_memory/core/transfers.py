@@ -64,16 +64,14 @@ def adapter_of(agent: str) -> Adapter:
 
 # import -------------------------------------------------------------------------------------------
 def import_session(
-    service: Service, agent: str, *, path: str | None, content: str | None, name: str | None,
-    project_id: str | None,
+    service: Service, agent: str, *, path: str | None, content: str, name: str | None, project_id: str | None,
 ) -> ImportResult:
     """The import_session operation: exactly one of a path (local callers) or a file's text."""
-    if (path is None) == (content is None):
+    if (path is None) == (not content):
         raise Invalid("import_session takes exactly one of path and content")
     if path is not None:
         local = local_of(service, "path")
         return import_paths(service, agent, [local.cwd / Path(path).expanduser()], project_id=project_id)
-    assert content is not None
     return import_content(service, agent, content, name=name, project_id=project_id)
 
 
