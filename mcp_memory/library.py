@@ -20,7 +20,7 @@ from typing import Any, Self
 from .config import Settings
 from .core.service import Service
 from .memory_results import ContextOut, DecisionCreated, DecisionList, DecisionStatus, MatchList, Recall, SearchMode
-from .results import Exported, ImportResult, Page
+from .results import Exported, ImportResult, Page, View
 from .schema import Role
 
 
@@ -154,8 +154,9 @@ class SessionContext:
         return self.service.recall(question, project_id=project_id or self.project_id, limit=limit).text
 
     def read(self, *, after_seq: int = 0, limit: int = 100, include_native: bool = False,
-             wait_seconds: float = 0) -> Page:
-        """A page of the session (as the read_session tool); `wait_seconds` waits for a new message
-        when there is none after `after_seq` yet."""
+             wait_seconds: float = 0, view: View = "full") -> Page:
+        """A page of the session (as the read_session tool, but the full view by default: code reads
+        the typed messages; view="conversation" for a prompt); `wait_seconds` waits for a new
+        message when there is none after `after_seq` yet."""
         return self.service.read_session(self.session_id, after_seq=after_seq, limit=limit,
-                                         include_native=include_native, wait_seconds=wait_seconds)
+                                         include_native=include_native, wait_seconds=wait_seconds, view=view)

@@ -41,6 +41,7 @@ from .results import (
     SessionOut,
     SnapshotCreated,
     SnapshotList,
+    View,
 )
 from .schema import MessageIn, Role
 
@@ -56,6 +57,7 @@ MAX_QUERY_CHARS = 2000  # search words
 MAX_TEXT = 10_000  # decision summary and rationale, snapshot commit message
 MAX_DECISION_TYPE = 100
 MAX_KEY = 200  # context keys
+VIEWS: tuple[View, ...] = ("conversation", "full")  # read_session(view)
 MAX_IMPORT_CHARS = 32 * 1024 * 1024  # import_session(content): one native file's text
 MAX_PATH_CHARS = 4096  # import_session(path), export_session(cwd)
 
@@ -125,6 +127,10 @@ class ReadSession(Input):
     wait_seconds: Annotated[float, Field(
         ge=0, le=MAX_WAIT_SECONDS, description=f"With nothing after after_seq, wait up to this many seconds "
                                                f"(max {MAX_WAIT_SECONDS}) for a new message; 0: do not wait.")] = 0
+    view: Annotated[View, Field(
+        description="conversation (default): the session's fields once, then per message seq, role, text, tool "
+                    "calls and results, thinking text, created_at and agent; full: the stored neutral "
+                    "messages (append_id, metadata, …).")] = "conversation"
 
 
 class CreateSnapshot(Input):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
-from .schema import Message
+from .schema import Message, Role
 
 
 class Session(BaseModel):
@@ -50,8 +50,58 @@ class AppendManyResult(BaseModel):
     redacted: int = 0
 
 
+class _Compact(BaseModel):
+    """Serialised without its empty fields: a conversation view is read by a model, byte by byte."""
+
+    @model_serializer(mode="wrap")
+    def _without_nulls(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return {k: v for k, v in handler(self).items() if v is not None}
+
+
+View = Literal["conversation", "full"]
+
+
+class TurnCall(_Compact):
+    id: str
+    name: str
+    arguments: str = Field(description="The arguments as the model wrote them (JSON text).")
+
+
+class Turn(_Compact):
+    """A message in the conversation view: what was said, by whom, when."""
+
+    seq: int
+    role: Role
+    content: str | None = Field(default=None, description="The text (other parts as [type]).")
+    tool_calls: list[TurnCall] | None = None
+    tool_call_id: str | None = Field(default=None, description="A tool result: the call it answers.")
+    thinking: str | None = Field(default=None, description="Reasoning text (none when encrypted).")
+    created_at: str
+    agent: str | None = Field(default=None, description="The agent that wrote it, when not the session's own "
+                                                        "(a fork's or relay's inherited history).")
+    native: dict[str, Any] | None = Field(default=None, description="include_native: the record as the agent "
+                                                                    "wrote it.")
+
+
+class SessionHead(_Compact):
+    """The session's fields, once per page of the conversation view."""
+
+    session_id: str
+    project_id: str
+    agent_source: str | None = None
+    title: str | None = None
+    cwd: str | None = None
+    model: str | None = None
+    parent_session_id: str | None = None
+    fork_seq: int | None = None
+    created_at: str
+
+
 class Page(BaseModel):
-    messages: list[Message]
+    session: SessionHead | None = Field(default=None, description="view=conversation: the session's fields, once.")
+    messages: list[Turn] | list[Message] = Field(description=(
+        "view=conversation (default): seq, role, content, tool calls and results, thinking text, created_at "
+        "and agent; view=full: the stored neutral messages."))
     next_after_seq: int = Field(description="Pass as after_seq to read the next page.")
     has_more: bool
 

@@ -34,6 +34,7 @@ from ..results import (
     Session,
     SessionList,
     Snapshot,
+    View,
 )
 from ..schema import MessageIn, Role
 from ..store.db import Database
@@ -92,13 +93,13 @@ class Service:
 
     def read_session(
         self, session_id: str, *, after_seq: int = 0, limit: int = 100, include_native: bool = False,
-        wait_seconds: float = 0,
+        wait_seconds: float = 0, view: View = "conversation",
     ) -> Page:
         """A page after `after_seq`; with `wait_seconds` and nothing there yet, waits for an append
         (LISTEN on this process's append listener, core/waiting.py)."""
         def read() -> Page:
             return messages_core.read(self.db, session_id, after_seq=after_seq, limit=limit,
-                                      include_native=include_native)
+                                      include_native=include_native, view=view)
 
         return waiting.read_or_wait(self.appends, session_id, read, wait_seconds=wait_seconds)
 

@@ -257,7 +257,7 @@ def all_messages(service: Service, session_id: str) -> list[MessageIn]:
     messages: list[MessageIn] = []
     after = 0
     while True:
-        page = service.read_session(session_id, after_seq=after, limit=1000, include_native=True)
+        page = service.read_session(session_id, after_seq=after, limit=1000, include_native=True, view="full")
         for m in page.messages:
             data = m.model_dump(mode="json", exclude_none=True)
             for key in ("session_id", "seq", "inherited_from"):
