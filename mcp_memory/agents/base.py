@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from ..schema import MappingReport, NeutralSession
 
 if TYPE_CHECKING:
-    from types import ModuleType
+    from .install_support import Installer
 
 ThinkingPolicy = Literal["drop", "text"]
 
@@ -118,6 +118,15 @@ def epoch_ms(value: Any) -> int | None:
     return None
 
 
+def plain_text(content: Any) -> str:
+    """A message's text for formats that hold one string: its text parts joined by newlines."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(getattr(p, "text", "") or "" for p in content if getattr(p, "type", None) == "text")
+    return ""
+
+
 def stable_id(*parts: object, prefix: str = "") -> str:
     """A deterministic id from native identifiers: re-importing a file yields the same append_ids."""
     digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).hexdigest()[:32]
@@ -163,9 +172,8 @@ class Agent(ABC):
     def can_install(self) -> bool:
         return self.installer() is not None
 
-    def installer(self) -> ModuleType | None:
-        """The module with `register(*, scope, command, env, cwd, environ, uninstall)`, if the agent
-        launches MCP servers."""
+    def installer(self) -> Installer | None:
+        """The agent's install module (an `Installer`: install_support.py), if it launches MCP servers."""
         return None
 
     def capture_target(

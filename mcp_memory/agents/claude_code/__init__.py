@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from types import ModuleType
 from typing import Any, ClassVar
 
 from ..base import Adapter, Agent
+from ..install_support import Installer
 
 
 class ClaudeCode(Agent):
@@ -23,7 +23,7 @@ class ClaudeCode(Agent):
 
         return ClaudeCodeAdapter()
 
-    def installer(self) -> ModuleType:
+    def installer(self) -> Installer:
         from . import install
 
         return install

@@ -20,9 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from ...files import atomic_write
-from ..install_support import check_request
+from ..install_support import SERVER_NAME, check_request, merge_server
 
-SERVER_NAME = "mcp-memory"
 HOOK_EVENTS = ("Stop", "SubagentStop", "PreCompact", "SessionEnd")  # capture: `sync claude-code --hook`
 RECALL_EVENT = "SessionStart"  # the project's memory as additional context: `recall --hook`
 HOOK_TIMEOUT = {"SessionEnd": 30}  # SessionEnd hooks get 1.5 s unless a timeout is given
@@ -42,7 +41,7 @@ def register(
     check_request(scope, command)
     server_file, settings_file = config_paths(scope, Path(cwd), environ)
     changes = []
-    changes += _update(server_file, lambda data: _server(data, command, env, uninstall))
+    changes += _update(server_file, lambda data: _server(data, command, env, uninstall, server_file))
     hooks = {event: hook_command(command, env) for event in HOOK_EVENTS}
     hooks[RECALL_EVENT] = hook_command(command, env, "recall", "--hook", "--agent", "claude-code")
     changes += _update(settings_file, lambda data: _hooks(data, hooks, uninstall))
@@ -68,20 +67,15 @@ def hook_command(command: list[str], env: Mapping[str, str], *words: str) -> str
     return " ".join([*assignments, shlex.join([*command, *words])])
 
 
-def _server(data: dict[str, Any], command: list[str], env: dict[str, str], uninstall: bool) -> list[str]:
-    servers = data.setdefault("mcpServers", {})
-    if uninstall:
-        if servers.pop(SERVER_NAME, None) is None:
-            return []
-        if not servers:
-            del data["mcpServers"]
-        return [f"removed MCP server {SERVER_NAME}"]
-    entry = {"type": "stdio", "command": command[0], "args": list(command[1:]) + ["serve"], "env": dict(env)}
-    if servers.get(SERVER_NAME) == entry:
+def _server(data: dict[str, Any], command: list[str], env: dict[str, str], uninstall: bool, where: Path) -> list[str]:
+    entry: dict[str, Any] | None = None if uninstall else {
+        "type": "stdio", "command": command[0], "args": list(command[1:]) + ["serve"], "env": dict(env)}
+    change = merge_server(data, "mcpServers", entry, where=where)
+    if change is None:
         return []
-    verb = "updated" if SERVER_NAME in servers else "added"
-    servers[SERVER_NAME] = entry
-    return [f"{verb} MCP server {SERVER_NAME} ({shlex.join([entry['command'], *entry['args']])})"]
+    if entry is None:
+        return [f"removed MCP server {SERVER_NAME}"]
+    return [f"{change} MCP server {SERVER_NAME} ({shlex.join([entry['command'], *entry['args']])})"]
 
 
 def _hooks(data: dict[str, Any], commands: dict[str, str], uninstall: bool) -> list[str]:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from types import ModuleType
 from typing import ClassVar
 
 from ..base import Adapter, Agent
+from ..install_support import Installer
 
 
 class Gemini(Agent):
@@ -20,7 +20,7 @@ class Gemini(Agent):
 
         return GeminiAdapter()
 
-    def installer(self) -> ModuleType:
+    def installer(self) -> Installer:
         from . import install
 
         return install

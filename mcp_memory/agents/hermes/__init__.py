@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from types import ModuleType
-
 from ..base import Adapter, Agent
+from ..install_support import Installer
 
 
 class Hermes(Agent):
@@ -16,7 +15,7 @@ class Hermes(Agent):
 
         return HermesAdapter()
 
-    def installer(self) -> ModuleType:
+    def installer(self) -> Installer:
         from . import install
 
         return install

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from types import ModuleType
 from typing import Any, ClassVar
 
 from ..base import Adapter, Agent, CaptureTarget
+from ..install_support import Installer
 
 
 class OpenCode(Agent):
@@ -25,7 +25,7 @@ class OpenCode(Agent):
 
         return OpenCodeAdapter()
 
-    def installer(self) -> ModuleType:
+    def installer(self) -> Installer:
         from . import install
 
         return install
