@@ -10,10 +10,13 @@ from typing import Any, ClassVar
 from ..base import Adapter, Agent
 from ..install_support import Installer
 
+NAME = "claude-code"  # the agent's CLI name: written here once, used by every part of the package
+DISPLAY_NAME = "Claude Code"
+
 
 class ClaudeCode(Agent):
-    name = "claude-code"
-    display_name = "Claude Code"
+    name = NAME
+    display_name = DISPLAY_NAME
     write_options: ClassVar[dict[str, str]] = {
         'session_id': 'UUID: the session id of the written transcript (default: derived from the source)',
     }

@@ -21,6 +21,7 @@ from typing import Any
 
 from ...files import atomic_write
 from ..install_support import SERVER_NAME, check_request, merge_server
+from . import NAME
 
 HOOK_EVENTS = ("Stop", "SubagentStop", "PreCompact", "SessionEnd")  # capture: `sync claude-code --hook`
 RECALL_EVENT = "SessionStart"  # the project's memory as additional context: `recall --hook`
@@ -43,7 +44,7 @@ def register(
     changes = []
     changes += _update(server_file, lambda data: _server(data, command, env, uninstall, server_file))
     hooks = {event: hook_command(command, env) for event in HOOK_EVENTS}
-    hooks[RECALL_EVENT] = hook_command(command, env, "recall", "--hook", "--agent", "claude-code")
+    hooks[RECALL_EVENT] = hook_command(command, env, "recall", "--hook", "--agent", NAME)
     changes += _update(settings_file, lambda data: _hooks(data, hooks, uninstall))
     return changes
 
@@ -62,7 +63,7 @@ def config_paths(scope: str, cwd: Path, environ: Mapping[str, str]) -> tuple[Pat
 def hook_command(command: list[str], env: Mapping[str, str], *words: str) -> str:
     """The shell line of a hook: the same profile variables as the server entry (so a Claude
     started from any shell captures into the database its tools use), then the command."""
-    words = words or ("sync", "claude-code", "--hook")
+    words = words or ("sync", NAME, "--hook")
     assignments = [f"{key}={shlex.quote(value)}" for key, value in sorted(env.items())]
     return " ".join([*assignments, shlex.join([*command, *words])])
 
@@ -119,8 +120,8 @@ def _is_ours(handler: Any) -> bool:
         words = shlex.split(handler["command"])
     except ValueError:
         return False
-    ours = (words[-3:] == ["sync", "claude-code", "--hook"] or words[-2:] == ["recall", "--hook"]  # before --agent
-            or words[-4:] == ["recall", "--hook", "--agent", "claude-code"])
+    ours = (words[-3:] == ["sync", NAME, "--hook"] or words[-2:] == ["recall", "--hook"]  # before --agent
+            or words[-4:] == ["recall", "--hook", "--agent", NAME])
     return ours and any("mcp-memory" in w or "mcp_memory" in w for w in words)
 
 

@@ -36,15 +36,15 @@ from ...schema import MessageIn
 from ...shell import command_line
 from ..base import Adapter, FormatError, MappingReport, NeutralSession, WriteOptions, WrittenSession, stable_id
 from ..openai_chat.adapter import json_arguments
+from . import DISPLAY_NAME, NAME
 
-NAME = "deepseek-harness"
 MESSAGE_EVENTS = ("user/message", "assistant/message", "tool/result")
 CHUNK_ROWS = ("text-chunks", "reasoning-chunks", "tool-call-chunks")
 
 
 class DeepSeekHarnessAdapter(Adapter):
     name = NAME
-    display_name = "DeepSeek harness"
+    display_name = DISPLAY_NAME
 
     def read(self, paths: Sequence[Path]) -> list[NeutralSession]:
         return [read_log(path) for path in _log_files(paths)]

@@ -10,10 +10,13 @@ from typing import Any, ClassVar
 from ..base import Adapter, Agent, CaptureTarget
 from ..install_support import Installer
 
+NAME = "opencode"  # the agent's CLI name: written here once, used by every part of the package
+DISPLAY_NAME = "OpenCode"
+
 
 class OpenCode(Agent):
-    name = "opencode"
-    display_name = "OpenCode"
+    name = NAME
+    display_name = DISPLAY_NAME
     write_options: ClassVar[dict[str, str]] = {
         'opencode_model': 'PROVIDER/MODEL stamped on the messages (default with --install: the model in your opencode.json, else the original)',
         'opencode_agent': 'the OpenCode agent the messages belong to (default: build)',
