@@ -23,7 +23,6 @@ from __future__ import annotations
 import io
 import json
 import re
-import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,7 +38,6 @@ from ..openai_chat.adapter import json_arguments
 from . import DISPLAY_NAME, NAME
 
 MESSAGE_EVENTS = ("user/message", "assistant/message", "tool/result")
-CHUNK_ROWS = ("text-chunks", "reasoning-chunks", "tool-call-chunks")
 
 
 class DeepSeekHarnessAdapter(Adapter):
@@ -315,7 +313,3 @@ def _datetime(epoch_ms: Any) -> datetime | None:
 def _rfc3339(epoch_ms: Any) -> str | None:
     moment = _datetime(epoch_ms)
     return moment.isoformat().replace("+00:00", "Z") if moment else None
-
-
-def dsh_uuid(*parts: object) -> str:
-    return str(uuid.UUID(hex=stable_id(*parts)))
