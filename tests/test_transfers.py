@@ -163,6 +163,17 @@ def test_rest_imports_content_and_returns_files_but_never_touches_server_paths(r
     assert rest.call("POST", f"/v1/sessions/{sid}/export", token=other, body={"to": "gemini"}).status == 404
     assert rest.call("POST", "/v1/imports", token=other, body=body).body["sessions"][0]["error"].startswith(
         "[forbidden]")
+    # MCP over HTTP (/mcp) runs on the same token services: the server's files are refused there too
+    headers = {"Accept": "application/json, text/event-stream", "Mcp-Protocol-Version": "2025-06-18"}
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    assert rest.call("POST", "/mcp", token=token, body=init, headers=headers).status == 200
+    for name, arguments in (("import_session", {"agent": "claude-code", "path": str(secret), "project_id": "A"}),
+                            ("export_session", {"session_id": sid, "to": "claude-code", "install": True})):
+        reply = rest.call("POST", "/mcp", token=token, headers=headers, body={
+            "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": name, "arguments": arguments}})
+        result = reply.body["result"]
+        assert result["isError"] and result["content"][0]["text"].startswith("[forbidden]"), (name, result)
     operations = {op["operationId"] for item in rest.call("GET", "/openapi.json").body["paths"].values()
                   for op in item.values()}
     assert {"export_session", "import_session"} <= operations
