@@ -96,7 +96,8 @@ def _parser() -> argparse.ArgumentParser:
 
     show = sub.add_parser("show", help="print a session's messages (as read_session)")
     add_arguments(show, "read_session", {"session_id": (), "after_seq": ("--after-seq",), "limit": ("--limit",),
-                                         "include_native": ("--native",), "wait_seconds": ("--wait",)},
+                                         "include_native": ("--native",), "wait_seconds": ("--wait",),
+                                         "view": ("--view",)},
                   defaults={"limit": 1000})
     show.add_argument("--json", action="store_true")
 

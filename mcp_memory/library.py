@@ -20,7 +20,7 @@ from typing import Any, Self
 from .config import Settings
 from .core.service import Service
 from .memory_results import ContextOut, DecisionCreated, DecisionList, DecisionStatus, MatchList, Recall, SearchMode
-from .results import Page
+from .results import Exported, ImportResult, Page, View
 from .schema import Role
 
 
@@ -79,6 +79,18 @@ class Memory:
 
     def recall(self, query: str, *, project_id: str | None = None, limit: int = 5) -> Recall:
         return self.service.recall(query, project_id=project_id, limit=limit)
+
+    def export_session(self, session_id: str, to: str, *, install: bool = False, cwd: str | None = None,
+                       options: dict[str, str] | None = None) -> Exported:
+        """As the export_session tool: the session in agent `to`'s native files (`files`), or with
+        install put where that agent looks (`installed`, `resume`)."""
+        return self.service.export_session(session_id, to, install=install, cwd=cwd, options=options)
+
+    def import_session(self, agent: str, *, path: str | None = None, content: str = "",
+                       name: str | None = None, project_id: str | None = None) -> ImportResult:
+        """As the import_session tool: a native session file or folder (`path`) or one file's text
+        (`content`, named `name`) stored as neutral sessions; importing again adds nothing."""
+        return self.service.import_session(agent, path=path, content=content, name=name, project_id=project_id)
 
 
 class SessionContext:
@@ -142,8 +154,9 @@ class SessionContext:
         return self.service.recall(question, project_id=project_id or self.project_id, limit=limit).text
 
     def read(self, *, after_seq: int = 0, limit: int = 100, include_native: bool = False,
-             wait_seconds: float = 0) -> Page:
-        """A page of the session (as the read_session tool); `wait_seconds` waits for a new message
-        when there is none after `after_seq` yet."""
+             wait_seconds: float = 0, view: View = "full") -> Page:
+        """A page of the session (as the read_session tool, but the full view by default: code reads
+        the typed messages; view="conversation" for a prompt); `wait_seconds` waits for a new
+        message when there is none after `after_seq` yet."""
         return self.service.read_session(self.session_id, after_seq=after_seq, limit=limit,
-                                         include_native=include_native, wait_seconds=wait_seconds)
+                                         include_native=include_native, wait_seconds=wait_seconds, view=view)

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from . import agents
 from .memory_results import (
     Alternative,
     ContextOut,
@@ -32,12 +33,15 @@ from .results import (
     AppendManyResult,
     AppendResult,
     CreatedSession,
+    Exported,
     Forked,
+    ImportResult,
     Page,
     SessionList,
     SessionOut,
     SnapshotCreated,
     SnapshotList,
+    View,
 )
 from .schema import MessageIn, Role
 
@@ -53,6 +57,9 @@ MAX_QUERY_CHARS = 2000  # search words
 MAX_TEXT = 10_000  # decision summary and rationale, snapshot commit message
 MAX_DECISION_TYPE = 100
 MAX_KEY = 200  # context keys
+VIEWS: tuple[View, ...] = ("conversation", "full")  # read_session(view)
+MAX_IMPORT_CHARS = 32 * 1024 * 1024  # import_session(content): one native file's text
+MAX_PATH_CHARS = 4096  # import_session(path), export_session(cwd)
 
 Kind = Literal["read", "write", "idempotent"]
 
@@ -120,6 +127,10 @@ class ReadSession(Input):
     wait_seconds: Annotated[float, Field(
         ge=0, le=MAX_WAIT_SECONDS, description=f"With nothing after after_seq, wait up to this many seconds "
                                                f"(max {MAX_WAIT_SECONDS}) for a new message; 0: do not wait.")] = 0
+    view: Annotated[View, Field(
+        description="conversation (default): the session's fields once, then per message seq, role, text, tool "
+                    "calls and results, thinking text, created_at and agent; full: the stored neutral "
+                    "messages (append_id, metadata, …).")] = "conversation"
 
 
 class CreateSnapshot(Input):
@@ -273,6 +284,58 @@ class RecallHistory(Input):
     limit: Annotated[int, Field(ge=1, le=MAX_RECALL, description=f"At most this many items (max {MAX_RECALL}).")] = 5
 
 
+# transfers to and from agents' native files (core/transfers.py) ---------------------------------
+if TYPE_CHECKING:
+    AgentName = str
+else:  # the registry's names, as an enum in every schema
+    AgentName = Literal[tuple(agents.names())]
+
+
+class ExportSession(Input):
+    """Write a stored session in another agent's native format so that the agent can continue it.
+    Without install, the native files come back in `files`; with install (only where the server runs
+    on the caller's machine: stdio, CLI, library) they are put where the agent looks and `resume` is
+    the command that continues the session there. `report` names what the target format could not
+    carry; the agent's continuation, imported later, is stored as a fork of this session."""
+
+    session_id: SessionId
+    to: Annotated[AgentName, Field(description="The agent to export to.")]
+    install: Annotated[bool, Field(
+        description="Put the files where the agent looks (local servers only; a remote caller gets "
+                    "[forbidden]).")] = False
+    cwd: Annotated[str | None, Field(
+        min_length=1, max_length=MAX_PATH_CHARS,
+        description="The project directory the session belongs to (default: its recorded cwd); with install "
+                    "it selects the agent's project folder.")] = None
+    options: Annotated[dict[str, str] | None, Field(
+        description="thinking: drop (default) or text (reasoning the target cannot carry, kept as text), and "
+                    "the target agent's own switches (`mcp-memory export --help` lists them).")] = None
+
+
+class ImportSession(Input):
+    """Store an agent's native session file as neutral sessions (idempotent: importing the same
+    file again adds nothing; a continuation of an exported session becomes a fork of it). Give
+    `content` (the file's text, on every transport) or `path` (a file or folder on the server's
+    machine: local servers only, stdio, CLI, library)."""
+
+    agent: Annotated[AgentName, Field(description="The agent whose format the file is in.")]
+    path: Annotated[str | None, Field(
+        min_length=1, max_length=MAX_PATH_CHARS,
+        description="A native session file or folder on the server's machine (local servers only).")] = None
+    # plain `str` (not `str | None`): the MCP SDK would parse a JSON document given as text into an object
+    content: Annotated[str, Field(
+        max_length=MAX_IMPORT_CHARS, description="The native session file's text (JSONL or JSON); empty: none.")] = ""
+    name: Annotated[str | None, Field(
+        min_length=1, max_length=200,
+        description="With content: the file's name as the agent wrote it (its stem can be the native session "
+                    "id, its suffix the format); default session.json for one JSON document, else "
+                    "session.jsonl.")] = None
+    project_id: Annotated[str | None, Field(
+        max_length=MAX_PROJECT_CHARS,
+        description="Project of the imported sessions (default: the session's own, else its cwd's folder "
+                    "name).")] = None
+
+
 # the table ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Rest:
@@ -335,6 +398,10 @@ OPERATIONS: tuple[Operation, ...] = (
               Rest("GET", "/v1/search")),
     Operation("recall", "Recall history", RecallHistory, Recall, "read",
               Rest("GET", "/v1/recall")),
+    Operation("export_session", "Export session to an agent", ExportSession, Exported, "write",
+              Rest("POST", "/v1/sessions/{session_id}/export")),
+    Operation("import_session", "Import an agent's session", ImportSession, ImportResult, "write",
+              Rest("POST", "/v1/imports", 201)),
 )
 BY_NAME: dict[str, Operation] = {op.name: op for op in OPERATIONS}
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
-from .schema import Message
+from .schema import Message, Role
 
 
 class Session(BaseModel):
@@ -50,8 +50,58 @@ class AppendManyResult(BaseModel):
     redacted: int = 0
 
 
+class _Compact(BaseModel):
+    """Serialised without its empty fields: a conversation view is read by a model, byte by byte."""
+
+    @model_serializer(mode="wrap")
+    def _without_nulls(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return {k: v for k, v in handler(self).items() if v is not None}
+
+
+View = Literal["conversation", "full"]
+
+
+class TurnCall(_Compact):
+    id: str
+    name: str
+    arguments: str = Field(description="The arguments as the model wrote them (JSON text).")
+
+
+class Turn(_Compact):
+    """A message in the conversation view: what was said, by whom, when."""
+
+    seq: int
+    role: Role
+    content: str | None = Field(default=None, description="The text (other parts as [type]).")
+    tool_calls: list[TurnCall] | None = None
+    tool_call_id: str | None = Field(default=None, description="A tool result: the call it answers.")
+    thinking: str | None = Field(default=None, description="Reasoning text (none when encrypted).")
+    created_at: str
+    agent: str | None = Field(default=None, description="The agent that wrote it, when not the session's own "
+                                                        "(a fork's or relay's inherited history).")
+    native: dict[str, Any] | None = Field(default=None, description="include_native: the record as the agent "
+                                                                    "wrote it.")
+
+
+class SessionHead(_Compact):
+    """The session's fields, once per page of the conversation view."""
+
+    session_id: str
+    project_id: str
+    agent_source: str | None = None
+    title: str | None = None
+    cwd: str | None = None
+    model: str | None = None
+    parent_session_id: str | None = None
+    fork_seq: int | None = None
+    created_at: str
+
+
 class Page(BaseModel):
-    messages: list[Message]
+    session: SessionHead | None = Field(default=None, description="view=conversation: the session's fields, once.")
+    messages: list[Turn] | list[Message] = Field(description=(
+        "view=conversation (default): seq, role, content, tool calls and results, thinking text, created_at "
+        "and agent; view=full: the stored neutral messages."))
     next_after_seq: int = Field(description="Pass as after_seq to read the next page.")
     has_more: bool
 
@@ -77,3 +127,56 @@ class SessionList(BaseModel):
 
 class SessionOut(BaseModel):
     session: Session
+
+
+# transfers: sessions to and from an agent's native files (core/transfers.py) ----------------------
+class Imported(BaseModel):
+    """One native session as import stored it."""
+
+    session_id: str
+    native_id: str
+    agent: str
+    messages: int = Field(description="Messages read from the native session.")
+    new: int = Field(default=0, description="Messages stored now.")
+    duplicates: int = Field(default=0, description="Messages that were already stored (importing again adds nothing).")
+    redacted: int = 0
+    created: bool = Field(default=False, description="True when the session was created by this import.")
+    report: dict[str, Any] = Field(default_factory=dict, description="What the reader dropped, transformed or "
+                                                                     "synthesised.")
+    error: str | None = Field(default=None, description="Why this session was not stored (the others were).")
+    relayed_from: dict[str, Any] | None = Field(
+        default=None, description="For the continuation of an exported session: the source session, snapshot and seq.")
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True)
+
+
+class ImportResult(BaseModel):
+    sessions: list[Imported]
+    report: dict[str, Any] = Field(description="The mapping report of every session read, merged.")
+    skipped: list[str] = Field(default_factory=list,
+                               description="Files or sessions that held no messages of this agent (nothing stored).")
+
+
+class NativeFile(BaseModel):
+    name: str = Field(description="The file's path relative to the export's folder.")
+    content: str
+    encoding: Literal["utf-8", "base64"] = "utf-8"
+
+
+class Exported(BaseModel):
+    session_id: str
+    agent: str
+    native_id: str = Field(description="The session's id in the target agent.")
+    report: dict[str, Any] = Field(description="What the target format could not carry as-is (dropped, "
+                                               "transformed, synthesised).")
+    files: list[NativeFile] | None = Field(default=None, description="Without install: the native files.")
+    installed: list[str] | None = Field(default=None, description="With install: the files written where the "
+                                                                   "agent looks.")
+    written: list[str] | None = Field(default=None, description="With a folder (the CLI's --out, the library): "
+                                                                 "the files written there.")
+    resume: str | None = Field(default=None, description="With install: the command that continues the session "
+                                                         "in the agent.")
+    relay: dict[str, Any] | None = Field(default=None, description="The recorded relay (snapshot_id, carried): "
+                                                                   "the agent's continuation is imported as a fork.")
+    warnings: list[str] = Field(default_factory=list)

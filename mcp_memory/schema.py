@@ -9,7 +9,10 @@ never silently disappears; `metadata` is the open extension point.
 from __future__ import annotations
 
 import json
+from collections import Counter
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
@@ -221,3 +224,84 @@ def json_schema() -> dict[str, Any]:
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "mcp-memory neutral message, schema_version 1"
     return schema
+
+
+# sessions as agent adapters read and write them ------------------------------------------------
+@dataclass
+class MappingReport:
+    """What a conversion could not carry as-is, with counts. Empty dropped == nothing lost."""
+
+    agent: str
+    direction: Literal["read", "write"]
+    dropped: Counter[str] = field(default_factory=Counter)
+    transformed: Counter[str] = field(default_factory=Counter)
+    synthesized: Counter[str] = field(default_factory=Counter)
+    notes: list[str] = field(default_factory=list)
+
+    def drop(self, item: str, count: int = 1) -> None:
+        self.dropped[item] += count
+
+    def transform(self, item: str, count: int = 1) -> None:
+        self.transformed[item] += count
+
+    def synthesize(self, item: str, count: int = 1) -> None:
+        self.synthesized[item] += count
+
+    def note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+
+    def merge(self, other: MappingReport) -> None:
+        self.dropped.update(other.dropped)
+        self.transformed.update(other.transformed)
+        self.synthesized.update(other.synthesized)
+        for text in other.notes:
+            self.note(text)
+
+    @property
+    def lossless(self) -> bool:
+        return not self.dropped
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "agent": self.agent,
+            "direction": self.direction,
+            "dropped": dict(sorted(self.dropped.items())),
+            "transformed": dict(sorted(self.transformed.items())),
+            "synthesized": dict(sorted(self.synthesized.items())),
+            "notes": list(self.notes),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MappingReport:
+        """The report `to_dict` gave (as results carry it)."""
+        return cls(agent=data["agent"], direction=data["direction"], dropped=Counter(data.get("dropped", {})),
+                   transformed=Counter(data.get("transformed", {})),
+                   synthesized=Counter(data.get("synthesized", {})), notes=list(data.get("notes", [])))
+
+    def render(self) -> list[str]:
+        """Human-readable lines for the CLI."""
+        lines = []
+        for label, counts in (
+            ("dropped", self.dropped),
+            ("transformed", self.transformed),
+            ("synthesized", self.synthesized),
+        ):
+            for item, count in sorted(counts.items()):
+                lines.append(f"  {label:<11} {count:>6} × {item}")
+        lines.extend(f"  note: {text}" for text in self.notes)
+        return lines or ["  nothing dropped, transformed or synthesized"]
+
+
+@dataclass
+class NeutralSession:
+    """One conversation in neutral form, as read from (or to be written to) an agent."""
+
+    agent: str
+    native_id: str
+    messages: list[MessageIn]
+    meta: dict[str, Any] = field(default_factory=dict)  # title, cwd, model, created_at, native, …
+    report: MappingReport | None = None
+    parent_native_id: str | None = None  # sub-agent / side-chain / child session …
+    parent_tool_call_id: str | None = None  # … and the tool call in the parent that spawned it
+    source_path: Path | None = None

@@ -15,8 +15,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from .agents.base import NeutralSession
-from .schema import MessageIn
+from .schema import MessageIn, NeutralSession
 
 
 class Spool:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Mapping
+from pathlib import Path
 
 from .config import Settings, load_settings
 from .core.sanitize import Cleaner
 from .core.service import Service
+from .core.transfers import Local
 from .credentials import keyring_secret
 from .embeddings.providers import Provider, build_provider, parse_config
 from .security.redact import from_config
@@ -31,12 +33,16 @@ def build_cleaner(settings: Settings) -> Cleaner:
 
 def build(
     settings: Settings | None = None, *, dsn: str | None = None, environ: Mapping[str, str] | None = None,
-    application_name: str = "mcp-memory",
+    application_name: str = "mcp-memory", local: bool = True,
 ) -> Service:
-    settings = settings or load_settings(dsn=dsn, environ=os.environ if environ is None else environ)
+    """`local`: the service answers a caller on this machine (CLI, stdio, library), so import and
+    export may use its files; serve-http builds its services without (core/transfers.py)."""
+    environ = os.environ if environ is None else environ
+    settings = settings or load_settings(dsn=dsn, environ=environ)
     name = application_name if "@" in application_name else host_application_name(application_name)
     db = Database(settings, application_name=name)
-    return Service(db, cleaner=build_cleaner(settings), embedder=build_embedder(settings))
+    return Service(db, cleaner=build_cleaner(settings), embedder=build_embedder(settings),
+                   local=Local(environ=environ, cwd=Path.cwd()) if local else None)
 
 
 def build_embedder(settings: Settings) -> Provider | None:

@@ -36,17 +36,27 @@ async def test_a_captured_session_fits_what_an_agent_shows_its_model(service) ->
     path = next((FIXTURES / "real" / "claude-code").rglob("7f067304-*.jsonl"))
     (stored,) = store_sessions(service, adapter_for("claude-code").read([path]), project_id="budget")
     async with Client(build_server(lambda: service), mode="legacy") as client:
-        compact = await client.call_tool("read_session", {"session_id": stored.session_id})
-        full = await client.call_tool("read_session", {"session_id": stored.session_id, "include_native": True})
+        talk = await client.call_tool("read_session", {"session_id": stored.session_id})
+        compact = await client.call_tool("read_session", {"session_id": stored.session_id, "view": "full"})
+        full = await client.call_tool("read_session", {"session_id": stored.session_id, "include_native": True,
+                                                       "view": "full"})
     text = compact.content[0].text
     messages = json.loads(text)["messages"]
+    said = conversation_chars(messages)
     assert len(messages) == stored.messages >= 8
     assert all("native" not in (m.get("metadata") or {}) for m in messages)
-    assert len(text) <= 3 * conversation_chars(messages) + 2048, (len(text), conversation_chars(messages))
+    assert len(text) <= 3 * said + 2048, (len(text), said)
     assert "\n" not in text.strip()  # compact JSON, not pretty-printed
     native = json.loads(full.content[0].text)["messages"]
     assert any("native" in (m.get("metadata") or {}) for m in native)  # still there when asked for
     assert len(full.content[0].text) > 5 * len(text)
+    # the conversation view (the default): the session's fields once, per message what was said
+    conversation = talk.content[0].text
+    print(f"\n{path.name}: {len(messages)} messages, conversation {said} chars; read_session text: "
+          f"conversation view {len(conversation)}, full {len(text)}, full with native {len(full.content[0].text)}")
+    assert len(json.loads(conversation)["messages"]) == len(messages)
+    assert len(conversation) <= 1.5 * said + 120 * len(messages) + 1000, (len(conversation), said)
+    assert len(conversation) < len(text)
 
 
 async def test_a_session_listing_stays_small(service) -> None:

@@ -90,7 +90,7 @@ def test_once_exports_layout_commits_tags_and_pushes(service: Service, cli, tmp_
     assert "## Restore" in (repo / "README.md").read_text()
     parent_lines = archive_lines(repo, s.session_id)
     assert [x["seq"] for x in parent_lines] == [1, 2, 3, 4, 5]
-    stored = service.read_session(s.session_id).messages
+    stored = service.read_session(s.session_id, view="full").messages
     assert [x["append_id"] for x in parent_lines] == [m.append_id for m in stored]
     assert parent_lines[0]["content"] == "m 0 héllo 你好" and parent_lines[0]["session_id"] == s.session_id
     assert {"append_id", "seq", "session_id", "role", "created_at", "schema_version"} <= set(parent_lines[0])
@@ -247,7 +247,7 @@ def test_restore_round_trip_equals_the_original(service: Service, cli, tmp_path:
 
     restored = build(replace(settings, dsn=second_db))
     try:
-        assert restored.read_session(fork.session_id).messages == service.read_session(fork.session_id).messages
+        assert restored.read_session(fork.session_id, view="full").messages == service.read_session(fork.session_id, view="full").messages
         again = restored.append_message(s.session_id, {"role": "tool", "tool_call_id": "c1", "content": "ok",
                                                        "append_id": "t1"})
         assert (again.seq, again.duplicate) == (4, True)

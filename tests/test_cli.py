@@ -29,6 +29,11 @@ def test_snapshot_fork_sessions_show(profile, fresh_db, service) -> None:
     assert {s["session_id"] for s in listing["sessions"]} == {sid, forked["session_id"]}
     shown = run(profile, "show", forked["session_id"], dsn=fresh_db)
     assert "#1 user (inherited): hello cli" in shown.stdout
+    full = run(profile, "show", forked["session_id"], "--view", "full", dsn=fresh_db)
+    assert "#1 user (inherited): hello cli" in full.stdout
+    as_json = json.loads(run(profile, "show", forked["session_id"], "--json", dsn=fresh_db).stdout)
+    assert as_json["session"]["fork_seq"] == 1 and as_json["messages"][0] == {
+        "seq": 1, "role": "user", "content": "hello cli", "created_at": as_json["messages"][0]["created_at"]}
 
 
 def test_user_errors_exit_1_with_one_line(profile, fresh_db) -> None:

@@ -71,7 +71,7 @@ def test_concurrent_appends_and_paging(service, settings, tmp_path) -> None:
     for sid in sessions:
         messages, after = [], 0
         while True:
-            page = service.read_session(sid, after_seq=after, limit=1000)
+            page = service.read_session(sid, after_seq=after, limit=1000, view="full")
             messages += page.messages
             after = page.next_after_seq
             if not page.has_more:

@@ -40,7 +40,7 @@ def test_idempotent_retry_and_conflict(service: Service, sid: str) -> None:
     assert (again.seq, again.duplicate) == (first.seq, True) and first.duplicate is False
     with pytest.raises(Conflict, match=r"append_id same was already used with a different payload"):
         service.append_message(sid, msg("same", "other payload"))
-    assert service.read_session(sid).messages[0].content == "payload"
+    assert service.read_session(sid, view="full").messages[0].content == "payload"
 
 
 def test_batch_is_atomic(service: Service, sid: str) -> None:
@@ -49,7 +49,7 @@ def test_batch_is_atomic(service: Service, sid: str) -> None:
         service.append_messages(sid, [msg("new1"), msg("x", "changed"), msg("new2")])
     with pytest.raises(Invalid, match=r"messages\[1\]\.role"):
         service.append_messages(sid, [msg("new1"), {"append_id": "bad", "role": "robot"}])
-    page = service.read_session(sid)
+    page = service.read_session(sid, view="full")
     assert [m.append_id for m in page.messages] == ["x"]
     assert service.get_session(sid).last_seq == 1
 
@@ -78,7 +78,7 @@ def test_payload_round_trip_keeps_every_field(service: Service, sid: str) -> Non
     }
     service.append_message(sid, message)
     service.append_message(sid, {"append_id": "t", "role": "tool", "tool_call_id": "call_1", "content": "out"})
-    read = service.read_session(sid, include_native=True).messages
+    read = service.read_session(sid, include_native=True, view="full").messages
     got = read[0].model_dump(mode="json", exclude_none=True)
     for key in ("role", "content", "tool_calls", "thinking", "metadata", "append_id"):
         assert got[key] == message[key], key
@@ -89,26 +89,26 @@ def test_payload_round_trip_keeps_every_field(service: Service, sid: str) -> Non
 
 def test_nul_characters_are_stored_safely(service: Service, sid: str) -> None:
     service.append_message(sid, msg("nul", "a\x00b"))
-    assert service.read_session(sid).messages[0].content == "a\ufffdb"
+    assert service.read_session(sid, view="full").messages[0].content == "a\ufffdb"
 
 
 def test_read_paging_and_limits(service: Service, sid: str) -> None:
     service.append_messages(sid, [msg(f"m{i}", f"c{i}") for i in range(25)])
     seen, after = [], 0
     while True:
-        page = service.read_session(sid, after_seq=after, limit=10)
+        page = service.read_session(sid, after_seq=after, limit=10, view="full")
         seen += [m.seq for m in page.messages]
         after = page.next_after_seq
         if not page.has_more:
             break
     assert seen == list(range(1, 26))
-    empty = service.read_session(sid, after_seq=25)
+    empty = service.read_session(sid, after_seq=25, view="full")
     assert empty.messages == [] and empty.next_after_seq == 25 and not empty.has_more
     for bad in ({"limit": 0}, {"limit": 1001}, {"after_seq": -1}):
         with pytest.raises(Invalid):
             service.read_session(sid, **bad)
     with pytest.raises(NotFound, match="does not exist"):
-        service.read_session("ses_00000000-0000-0000-0000-000000000000")
+        service.read_session("ses_00000000-0000-0000-0000-000000000000", view="full")
 
 
 def test_snapshot_creates_export_job_and_notifies(service: Service, sid: str, settings) -> None:
@@ -137,10 +137,10 @@ def test_fork_is_zero_copy_new_session_with_lineage(service: Service, sid: str, 
     assert (child.parent_session_id, child.fork_seq, child.agent_source) == (sid, 3, "opencode")
     assert service.append_message(fork.session_id, msg("c4", "child 4")).seq == 4
 
-    history = service.read_session(fork.session_id).messages
+    history = service.read_session(fork.session_id, view="full").messages
     assert [(m.seq, m.content) for m in history] == [(1, "parent 1"), (2, "parent 2"), (3, "parent 3"), (4, "child 4")]
     assert history[0].inherited_from == sid and history[3].inherited_from is None
-    assert [m.content for m in service.read_session(sid).messages][-1] == "parent after snapshot"
+    assert [m.content for m in service.read_session(sid, view="full").messages][-1] == "parent after snapshot"
     with psycopg.connect(settings.dsn) as conn:  # zero copy: the child holds only its own row
         count = conn.execute("SELECT count(*) FROM messages WHERE session_id = %s", (fork.session_id,)).fetchone()
     assert count == (1,)
@@ -149,8 +149,8 @@ def test_fork_is_zero_copy_new_session_with_lineage(service: Service, sid: str, 
     snap2 = service.create_snapshot(fork.session_id, "child at 4")
     grandchild = service.load_snapshot(snap2.snapshot_id).session_id
     service.append_message(grandchild, msg("g5", "grandchild 5"))
-    page1 = service.read_session(grandchild, after_seq=2, limit=2)
-    page2 = service.read_session(grandchild, after_seq=page1.next_after_seq, limit=2)
+    page1 = service.read_session(grandchild, after_seq=2, limit=2, view="full")
+    page2 = service.read_session(grandchild, after_seq=page1.next_after_seq, limit=2, view="full")
     assert [m.content for m in page1.messages + page2.messages] == ["parent 3", "child 4", "grandchild 5"]
     assert page1.has_more and not page2.has_more
     with pytest.raises(NotFound):
@@ -236,4 +236,4 @@ def test_same_append_id_racing_with_an_open_transaction_is_a_duplicate(service: 
         holder.commit()
         waiter.join(timeout=30)
     assert results and results[0].duplicate and results[0].seq == 1
-    assert [m.append_id for m in service.read_session(sid).messages] == ["race"]
+    assert [m.append_id for m in service.read_session(sid, view="full").messages] == ["race"]

@@ -65,7 +65,10 @@ async def test_session_lifecycle_over_mcp(client) -> None:
     assert fork["session_id"] != sid
     history = (await client.call_tool("read_session", {"session_id": fork["session_id"]})).structured_content
     assert [m["content"] for m in history["messages"]][-1] == "done"
-    assert history["messages"][0]["thinking"]["content"] == "hmm"
+    assert history["messages"][0]["thinking"] == "hmm"  # the conversation view, by default
+    assert history["messages"][0]["agent"] == "claude-code" and history["session"]["agent_source"] == "opencode"
+    assert history["messages"][0]["tool_calls"] == [{"id": "c1", "name": "ls", "arguments": "{}"}]
+    assert history["session"]["fork_seq"] == 3 and "append_id" not in history["messages"][0]
     sessions = (await client.call_tool("list_sessions", {"project_id": "p"})).structured_content["sessions"]
     assert {s["session_id"] for s in sessions} == {sid, fork["session_id"]}
     meta = (await client.call_tool("update_session_meta", {"session_id": sid, "meta": {"title": "x"}}))
@@ -221,7 +224,7 @@ async def test_tool_list_and_openapi_agree_argument_for_argument(client) -> None
     defs = doc["components"]["schemas"]
     by_id = {op["operationId"]: op for path in doc["paths"].values() for op in path.values()}
     tools = (await client.list_tools()).tools
-    assert len(tools) == 16
+    assert len(tools) == 18
     for tool in tools:
         assert tool.name in by_id, f"{tool.name} has no REST operation"
         rest = _rest_arguments(by_id[tool.name], defs)
@@ -282,10 +285,17 @@ async def test_read_session_leaves_native_records_out_unless_asked(client) -> No
         "native": {"tail": [{"type": "summary"}]}, "title": "t"}})).structured_content["session_id"]
     await client.call_tool("append_message", {"session_id": sid, "message": {
         "append_id": "n1", "role": "user", "content": "x", "metadata": {"model": "m", "native": {"uuid": "u1"}}}})
-    neutral = (await client.call_tool("read_session", {"session_id": sid})).structured_content
+    neutral = (await client.call_tool("read_session", {"session_id": sid, "view": "full"})).structured_content
     assert neutral["messages"][0]["metadata"] == {"model": "m"}
-    full = (await client.call_tool("read_session", {"session_id": sid, "include_native": True})).structured_content
+    full = (await client.call_tool("read_session", {"session_id": sid, "include_native": True,
+                                                    "view": "full"})).structured_content
     assert full["messages"][0]["metadata"] == {"model": "m", "native": {"uuid": "u1"}}
+    talk = (await client.call_tool("read_session", {"session_id": sid})).structured_content
+    assert talk["messages"] == [{"seq": 1, "role": "user", "content": "x",
+                                 "created_at": talk["messages"][0]["created_at"]}]
+    assert talk["session"]["title"] == "t" and "meta" not in talk["session"]
+    native = (await client.call_tool("read_session", {"session_id": sid, "include_native": True})).structured_content
+    assert native["messages"][0]["native"] == {"uuid": "u1"}
     listed = (await client.call_tool("list_sessions", {"project_id": "p"})).structured_content["sessions"]
     assert listed[0]["meta"] == {"title": "t"}
 
@@ -310,7 +320,7 @@ async def test_read_session_waits_for_an_append_from_another_process(client, ser
     assert waited < 30  # woken by the append, long before the timeout
     empty = (await client.call_tool("read_session", {"session_id": sid, "after_seq": 1,
                                                      "wait_seconds": 0.3})).structured_content
-    assert empty == {"messages": [], "next_after_seq": 1, "has_more": False}
+    assert (empty["messages"], empty["next_after_seq"], empty["has_more"]) == ([], 1, False)
     bad = await client.call_tool("read_session", {"session_id": sid, "wait_seconds": 61})
     assert bad.is_error and _text(bad).startswith("[invalid] wait_seconds")
 

@@ -199,9 +199,9 @@ def test_every_tool_has_its_rest_operation(rest: Server, make_token) -> None:
     one = rest.call("POST", f"/v1/sessions/{sid}/message", token=token,
                     body={"message": {**MSG, "append_id": "o1", "metadata": {"native": {"k": 1}}}})
     assert one.status == 201 and one.body["seq"] == 1
-    page = rest.call("GET", f"/v1/sessions/{sid}?include_native=false", token=token).body
+    page = rest.call("GET", f"/v1/sessions/{sid}?include_native=false&view=full", token=token).body
     assert "native" not in page["messages"][0]["metadata"]
-    page = rest.call("GET", f"/v1/sessions/{sid}?include_native=true", token=token).body
+    page = rest.call("GET", f"/v1/sessions/{sid}?include_native=true&view=full", token=token).body
     assert page["messages"][0]["metadata"]["native"] == {"k": 1}
     waited = rest.call("GET", f"/v1/sessions/{sid}?after_seq=1&wait_seconds=0.2", token=token)
     assert waited.status == 200 and waited.body["messages"] == []

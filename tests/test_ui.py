@@ -98,7 +98,7 @@ def _relay_to_codex(service: Service, source: str) -> str:
     """The DeepSeek session exported to Codex (its own ids) and continued there for two turns."""
     carried = [MessageIn.model_validate({**m.model_dump(exclude={"session_id", "seq", "created_at", "inherited_from"},
                                                         exclude_none=True), "append_id": f"cx-{m.seq}"})
-               for m in service.read_session(source).messages]
+               for m in service.read_session(source, view="full").messages]
     native = "0199a5c2-3f10-7b21-9c4e-5d2f8a7b6c01"
     written = NeutralSession(agent="codex", native_id=native, messages=carried, meta={"title": "Continue in Codex"})
     assert record_export(service, source, [written], native) is not None

@@ -8,6 +8,7 @@ one package, one line below and its recorded fixtures under tests/fixtures/.
 
 from __future__ import annotations
 
+from functools import cache
 from importlib import import_module
 
 from .base import (
@@ -24,16 +25,23 @@ from .base import (
 __all__ = ["Adapter", "Agent", "CaptureTarget", "FormatError", "MappingReport", "NeutralSession", "WriteOptions",
            "WrittenSession", "adapter_for", "get", "installable", "names"]
 
-# CLI name -> package below this one
-_REGISTRY: dict[str, str] = {
-    "claude-code": "claude_code",
-    "opencode": "opencode",
-    "codex": "codex",
-    "gemini": "gemini",
-    "hermes": "hermes",
-    "deepseek-harness": "deepseek_harness",
-    "openai": "openai_chat",
-}
+# the packages below this one, in the order the CLI lists them; each names its agent once (NAME)
+_PACKAGES: tuple[str, ...] = (
+    "claude_code",
+    "opencode",
+    "codex",
+    "gemini",
+    "hermes",
+    "deepseek_harness",
+    "openai_chat",
+)
+
+
+@cache
+def _registry() -> dict[str, str]:
+    """CLI name → package, read from each package's NAME (its `__init__` is small: the parts load
+    on first use)."""
+    return {import_module(f"{__name__}.{package}").NAME: package for package in _PACKAGES}
 
 
 # `recall --hook` without --agent: the session-start hooks installed before --agent existed
@@ -42,21 +50,21 @@ SESSION_START_DEFAULT = "claude-code"
 
 def names() -> list[str]:
     """Every agent's CLI name, in a stable order."""
-    return list(_REGISTRY)
+    return list(_registry())
 
 
 def get(name: str) -> Agent:
     try:
-        package = _REGISTRY[name]
+        package = _registry()[name]
     except KeyError:
-        raise ValueError(f"unknown agent {name!r}; choose one of: {', '.join(_REGISTRY)}") from None
+        raise ValueError(f"unknown agent {name!r}; choose one of: {', '.join(_registry())}") from None
     agent: Agent = import_module(f"{__name__}.{package}").AGENT
     return agent
 
 
 def installable() -> list[str]:
     """The agents that `mcp-memory install` can register with (those that launch MCP servers)."""
-    return [name for name in _REGISTRY if get(name).can_install]
+    return [name for name in _registry() if get(name).can_install]
 
 
 def adapter_for(name: str) -> Adapter:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 from abc import ABC, abstractmethod
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -18,10 +17,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from ..schema import MessageIn
+from ..schema import MappingReport, NeutralSession
 
 if TYPE_CHECKING:
-    from types import ModuleType
+    from .install_support import Installer
 
 ThinkingPolicy = Literal["drop", "text"]
 
@@ -29,79 +28,6 @@ ThinkingPolicy = Literal["drop", "text"]
 class FormatError(ValueError):
     """A file that is not in the agent's format, or is damaged: the CLI shows it as `[invalid]`,
     naming the file. Adapters raise it for foreign or broken input; any other exception is a bug."""
-
-
-@dataclass
-class MappingReport:
-    """What a conversion could not carry as-is, with counts. Empty dropped == nothing lost."""
-
-    agent: str
-    direction: Literal["read", "write"]
-    dropped: Counter[str] = field(default_factory=Counter)
-    transformed: Counter[str] = field(default_factory=Counter)
-    synthesized: Counter[str] = field(default_factory=Counter)
-    notes: list[str] = field(default_factory=list)
-
-    def drop(self, item: str, count: int = 1) -> None:
-        self.dropped[item] += count
-
-    def transform(self, item: str, count: int = 1) -> None:
-        self.transformed[item] += count
-
-    def synthesize(self, item: str, count: int = 1) -> None:
-        self.synthesized[item] += count
-
-    def note(self, text: str) -> None:
-        if text not in self.notes:
-            self.notes.append(text)
-
-    def merge(self, other: MappingReport) -> None:
-        self.dropped.update(other.dropped)
-        self.transformed.update(other.transformed)
-        self.synthesized.update(other.synthesized)
-        for text in other.notes:
-            self.note(text)
-
-    @property
-    def lossless(self) -> bool:
-        return not self.dropped
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "agent": self.agent,
-            "direction": self.direction,
-            "dropped": dict(sorted(self.dropped.items())),
-            "transformed": dict(sorted(self.transformed.items())),
-            "synthesized": dict(sorted(self.synthesized.items())),
-            "notes": list(self.notes),
-        }
-
-    def render(self) -> list[str]:
-        """Human-readable lines for the CLI."""
-        lines = []
-        for label, counts in (
-            ("dropped", self.dropped),
-            ("transformed", self.transformed),
-            ("synthesized", self.synthesized),
-        ):
-            for item, count in sorted(counts.items()):
-                lines.append(f"  {label:<11} {count:>6} × {item}")
-        lines.extend(f"  note: {text}" for text in self.notes)
-        return lines or ["  nothing dropped, transformed or synthesized"]
-
-
-@dataclass
-class NeutralSession:
-    """One conversation in neutral form, as read from (or to be written to) an agent."""
-
-    agent: str
-    native_id: str
-    messages: list[MessageIn]
-    meta: dict[str, Any] = field(default_factory=dict)  # title, cwd, model, created_at, native, …
-    report: MappingReport | None = None
-    parent_native_id: str | None = None  # sub-agent / side-chain / child session …
-    parent_tool_call_id: str | None = None  # … and the tool call in the parent that spawned it
-    source_path: Path | None = None
 
 
 @dataclass
@@ -192,6 +118,15 @@ def epoch_ms(value: Any) -> int | None:
     return None
 
 
+def plain_text(content: Any) -> str:
+    """A message's text for formats that hold one string: its text parts joined by newlines."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(getattr(p, "text", "") or "" for p in content if getattr(p, "type", None) == "text")
+    return ""
+
+
 def stable_id(*parts: object, prefix: str = "") -> str:
     """A deterministic id from native identifiers: re-importing a file yields the same append_ids."""
     digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).hexdigest()[:32]
@@ -237,9 +172,8 @@ class Agent(ABC):
     def can_install(self) -> bool:
         return self.installer() is not None
 
-    def installer(self) -> ModuleType | None:
-        """The module with `register(*, scope, command, env, cwd, environ, uninstall)`, if the agent
-        launches MCP servers."""
+    def installer(self) -> Installer | None:
+        """The agent's install module (an `Installer`: install_support.py), if it launches MCP servers."""
         return None
 
     def capture_target(

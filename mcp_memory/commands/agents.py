@@ -16,10 +16,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from .. import agents, launcher
-from ..agents.base import FormatError, NeutralSession, WriteOptions
 from ..config import Settings
-from ..errors import Invalid, McpMemoryError
-from ..schema import MessageIn
+from ..errors import Invalid
+from ..schema import MappingReport
 from .output import print_json, progress, service
 
 
@@ -78,123 +77,52 @@ def handlers() -> dict[str, Callable[..., int]]:
 
 
 def import_(settings: Settings, args: argparse.Namespace) -> int:
-    from ..core.imports import store_sessions
+    from ..core.transfers import import_paths
 
-    adapter = agents.adapter_for(args.agent)
-    missing = [str(p) for p in args.paths if not p.exists()]
-    if missing:
-        raise Invalid(f"no such file or folder: {', '.join(missing)}")
-    try:
-        sessions = adapter.read_files([p.expanduser() for p in args.paths])
-    except (FormatError, OSError) as exc:  # files that are not this agent's format: nothing stored
-        raise Invalid(f"cannot read {adapter.display_name} sessions from "
-                      f"{', '.join(map(str, args.paths))} ({exc})") from None
-    empty = [s for s in sessions if not s.messages]
-    sessions = [s for s in sessions if s.messages]
-    if empty:  # files of another agent, or sessions with nothing in them: say so, store nothing
-        names = sorted({str(s.source_path or s.native_id) for s in empty})
-        print(f"skipped {len(empty)} session(s) with no {adapter.display_name} messages: "
-              + ", ".join(names[:5]) + (" …" if len(names) > 5 else ""), file=sys.stderr)
-    if not sessions:
-        raise Invalid(f"no {adapter.display_name} sessions with messages found in "
-                      f"{', '.join(map(str, args.paths))}")
     with service(settings) as svc:
-        results = store_sessions(svc, sessions, project_id=args.project,
-                                 on_progress=lambda done, total: progress(done, total, "importing"))
+        result = import_paths(svc, args.agent, [p.expanduser() for p in args.paths], project_id=args.project,
+                              on_progress=lambda done, total: progress(done, total, "importing"))
+    if result.skipped:  # files of another agent, or sessions with nothing in them: stored nothing
+        names = result.skipped
+        print(f"skipped {len(names)} session(s) with no {agents.get(args.agent).display_name} messages: "
+              + ", ".join(names[:5]) + (" …" if len(names) > 5 else ""), file=sys.stderr)
     if args.json:
-        print_json({"sessions": [r.to_dict() for r in results]})
+        print_json({"sessions": [r.to_dict() for r in result.sessions]})
     else:
-        for neutral, r in zip(sessions, results, strict=True):
+        for r in result.sessions:
             state = f"error: {r.error}" if r.error else f"{r.new} new, {r.duplicates} already stored"
             print(f"{r.native_id} → {r.session_id}: {r.messages} messages ({state})")
-            if neutral.report is not None:
-                print("\n".join(neutral.report.render()))
-    return 1 if any(r.error for r in results) else 0
+            if r.report:
+                print("\n".join(MappingReport.from_dict(r.report).render()))
+    return 1 if any(r.error for r in result.sessions) else 0
 
 
 def export(settings: Settings, args: argparse.Namespace) -> int:
-    adapter = agents.adapter_for(args.agent)
+    from ..core.transfers import export as export_session
+
+    display = agents.get(args.agent).display_name
+    options = {"thinking": args.thinking, **_options(args.agent, args.option)}
     with service(settings) as svc:
-        session = svc.get_session(args.session_id)
-        messages = _all_messages(svc, args.session_id)
-    neutral = _neutral(session, messages)
-    recorded_cwd = session.meta.get("cwd")
-    cwd = (args.cwd or Path(recorded_cwd if isinstance(recorded_cwd, str) and recorded_cwd else os.getcwd()))
-    cwd = cwd.expanduser()
-    options = WriteOptions(thinking=args.thinking, cwd=cwd, extra=_options(args.agent, args.option))
-    try:
-        if args.install:
-            written = adapter.install(neutral, cwd=cwd, env=os.environ, options=options)
-        else:
-            out = (args.out or Path.cwd()).expanduser()
-            out.mkdir(parents=True, exist_ok=True)
-            written = adapter.write(neutral, out, options)
-            written.resume_command = None  # nothing is installed where the agent looks yet
-    except (ValueError, OSError, RuntimeError) as exc:  # bad meta, an unwritable folder, a failed import
-        raise Invalid(f"cannot export {session.session_id} to {adapter.display_name}: {exc}") from None
-    relay = _record_relay(settings, session.session_id, adapter, written)
+        result = export_session(svc, args.session_id, args.agent, install=args.install,
+                                cwd=None if args.cwd is None else str(args.cwd.expanduser()), options=options,
+                                out=None if args.install else (args.out or Path.cwd()).expanduser())
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    files = result.installed if args.install else result.written
     if args.json:
-        print_json({"session_id": session.session_id, "agent": args.agent, "native_id": written.native_id,
-                    "relay": relay,
-                    "files": [str(f) for f in written.files], "resume_command": written.resume_command,
-                    "report": written.report.to_dict()})
+        print_json({"session_id": result.session_id, "agent": args.agent, "native_id": result.native_id,
+                    "relay": result.relay, "files": files, "resume_command": result.resume,
+                    "report": result.report})
         return 0
-    print(f"{session.session_id} → {adapter.display_name} session {written.native_id}")
-    for file in written.files:
+    print(f"{result.session_id} → {display} session {result.native_id}")
+    for file in files or []:
         print(f"  wrote {file}")
-    print("\n".join(written.report.render()))
-    if written.resume_command:
-        print(f"resume with: {written.resume_command}")
+    print("\n".join(MappingReport.from_dict(result.report).render()))
+    if result.resume:
+        print(f"resume with: {result.resume}")
     elif not args.install:
-        print(f"to continue it in {adapter.display_name}: mcp-memory export {session.session_id} --to {args.agent} "
-              "--install")
+        print(f"to continue it in {display}: mcp-memory export {result.session_id} --to {args.agent} --install")
     return 0
-
-
-def _neutral(session, messages: list[MessageIn]) -> NeutralSession:
-    """The session as adapters take it. Meta is whatever a project writer put there: only strings
-    are taken as the source agent and native id, and adapters check those before they name a file."""
-    source = session.meta.get("imported_from") or session.agent_source
-    native_id = session.meta.get("native_id")
-    return NeutralSession(agent=source if isinstance(source, str) and source else "mcp-memory",
-                          native_id=native_id if isinstance(native_id, str) and native_id else session.session_id,
-                          messages=messages, meta={**session.meta, "session_id": session.session_id})
-
-
-def _record_relay(settings: Settings, session_id: str, adapter, written) -> dict | None:
-    """Relay lineage: read the written files back as the target agent will, and record which native
-    session came from which seq, so that its continuation is stored as a fork (core/imports.py).
-    Exporting stays possible without write rights: the lineage is then not recorded (a warning)."""
-    from ..core.imports import record_export
-
-    try:
-        read_back = adapter.read_files(list(written.files))
-        with service(settings) as svc:
-            relay = record_export(svc, session_id, read_back, written.native_id)
-    except McpMemoryError as exc:
-        print(f"warning: relay lineage not recorded: {exc.render()}", file=sys.stderr)
-        return None
-    except (OSError, FormatError) as exc:
-        print(f"warning: relay lineage not recorded: the written files could not be read back ({exc})",
-              file=sys.stderr)
-        return None
-    if relay is None:
-        return None
-    return {"snapshot_id": relay.snapshot_id, "carried": len(relay.carried)}
-
-
-def _all_messages(svc, session_id: str) -> list[MessageIn]:
-    messages, after = [], 0
-    while True:
-        page = svc.read_session(session_id, after_seq=after, limit=1000, include_native=True)
-        for m in page.messages:
-            data = m.model_dump(mode="json", exclude_none=True)
-            for key in ("session_id", "seq", "inherited_from"):
-                data.pop(key, None)
-            messages.append(MessageIn.model_validate(data))
-        after = page.next_after_seq
-        if not page.has_more:
-            return messages
 
 
 def _options(agent: str, pairs: list[str]) -> dict[str, str]:

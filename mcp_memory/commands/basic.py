@@ -6,7 +6,9 @@ import argparse
 import json
 
 from ..config import Settings
-from ..schema import json_schema
+from ..core.conversation import text_of
+from ..results import Turn
+from ..schema import Message, json_schema
 from .cliargs import parse
 from .output import print_json, service
 
@@ -58,23 +60,32 @@ def show(settings: Settings, args: argparse.Namespace) -> int:
     if args.json:
         print_json(page)
         return 0
+    fork_seq = page.session.fork_seq if page.session else None
     for m in page.messages:
-        print(render_message(m))
+        print(render_message(m, fork_seq))
     if page.has_more:
         print(f"… more: mcp-memory show {args.session_id} --after-seq {page.next_after_seq}")
     return 0
 
 
-def render_message(m) -> str:
-    text = m.content if isinstance(m.content, str) else " ".join(
-        getattr(p, "text", f"[{p.type}]") for p in (m.content or [])
-    )
-    inherited = " (inherited)" if m.inherited_from else ""
-    lines = [f"#{m.seq} {m.role}{inherited}: {text or ''}".rstrip()]
-    if m.thinking and m.thinking.content and not m.thinking.encrypted:
-        lines.append(f"    thinking: {m.thinking.content[:200]}")
-    for call in m.tool_calls or []:
-        lines.append(f"    → {call.function.name}({call.function.arguments[:200]}) [{call.id}]")
+def render_message(m: Message | Turn, fork_seq: int | None = None) -> str:
+    """One message as `show` prints it, from either view of read_session (in the conversation view,
+    the messages of a fork up to `fork_seq` are inherited)."""
+    if isinstance(m, Turn):
+        text, thinking = m.content or "", m.thinking
+        inherited = " (inherited)" if fork_seq is not None and m.seq <= fork_seq else ""
+        inherited += f" ({m.agent})" if m.agent else ""
+        calls = [(c.name, c.arguments, c.id) for c in m.tool_calls or []]
+    else:
+        text = text_of([p.model_dump() for p in m.content] if isinstance(m.content, list) else m.content) or ""
+        thinking = m.thinking.content if m.thinking and not m.thinking.encrypted else None
+        inherited = " (inherited)" if m.inherited_from else ""
+        calls = [(c.function.name, c.function.arguments, c.id) for c in m.tool_calls or []]
+    lines = [f"#{m.seq} {m.role}{inherited}: {text}".rstrip()]
+    if thinking:
+        lines.append(f"    thinking: {thinking[:200]}")
+    for name, arguments, call_id in calls:
+        lines.append(f"    → {name}({arguments[:200]}) [{call_id}]")
     if m.tool_call_id:
         lines[0] = f"#{m.seq} tool result for {m.tool_call_id}{inherited}: {text[:300]}"
     return "\n".join(lines)

@@ -1,31 +1,20 @@
-"""`mcp-memory sync AGENT`: incremental, idempotent capture of an agent's current session.
-
-Run from agent hooks, so it must be quick and must never fail the agent: with `--hook` every error
-is logged and the exit code is 0. What cannot be stored now (database unreachable) is written to a
-spool file and delivered by the next run, before anything new.
-"""
+"""`mcp-memory sync AGENT`: incremental, idempotent capture of an agent's current session
+(core/capture.py). Run from agent hooks, so it must be quick and must never fail the agent: with
+`--hook` every error is logged and the exit code is 0."""
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
-import logging
 import os
 import sys
 import time
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
-from .. import agents
-from ..agents.base import FormatError
 from ..config import Settings
-from ..errors import Invalid, McpMemoryError, Unavailable
-from ..spool import Spool
+from ..errors import McpMemoryError
 from .output import print_json, service
-
-log = logging.getLogger(__name__)
 
 
 def sync(settings: Settings, args: argparse.Namespace) -> int:
@@ -43,60 +32,18 @@ def sync(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _sync(settings: Settings, args: argparse.Namespace, *, payload: dict[str, Any]) -> int:
-    from ..core.imports import store_sessions
+    from ..core.capture import capture
 
     settings = replace(settings, connect_timeout=min(settings.connect_timeout, 2.0))
-    sessions, key, cursor_after = _read_new(settings, args, payload)
-    spool = Spool(settings.data_dir / "spool")
-    results: list = []
-    try:
-        with service(settings) as svc:
-            for pending in spool.pending():
-                results.extend(store_sessions(svc, pending.sessions, project_id=pending.project))
-                pending.delivered()
-            results.extend(store_sessions(svc, sessions, project_id=args.project))
-    except Unavailable as exc:
-        spool.add(sessions, project=args.project)
-        log.warning("database unreachable, %d session(s) spooled for the next sync: %s", len(sessions), exc)
-    _save_cursor(settings, key, cursor_after)
+    result = capture(settings, lambda: service(settings), agent=args.agent, path=args.path, session=args.session,
+                     hook=payload, project=args.project, environ=os.environ)
     if args.json:
-        print_json({"sessions": [r.to_dict() for r in results], "spooled": spool.count()})
+        print_json({"sessions": [r.to_dict() for r in result.sessions], "spooled": result.spooled})
     elif not args.hook:
-        for r in results:
+        for r in result.sessions:
             print(f"{r.native_id} → {r.session_id}: {r.new} new, {r.duplicates} already stored"
                   + (f" (error: {r.error})" if r.error else ""))
-    return 1 if any(r.error for r in results) and not args.hook else 0
-
-
-def _read_new(settings: Settings, args: argparse.Namespace, payload: dict[str, Any]):
-    try:
-        target = agents.get(args.agent).capture_target(path=args.path, session=args.session, hook=payload,
-                                                       environ=os.environ)
-    except FormatError as exc:
-        raise Invalid(str(exc)) from None
-    sessions, cursor = target.read(_load_cursor(settings, target.key))
-    return sessions, target.key, cursor
-
-
-def _cursor_file(settings: Settings, key: str) -> Path:
-    digest = hashlib.sha256(key.encode()).hexdigest()[:24]
-    return settings.data_dir / "sync" / f"{digest}.json"
-
-
-def _load_cursor(settings: Settings, key: str) -> dict[str, Any] | None:
-    path = _cursor_file(settings, key)
-    try:
-        return json.loads(path.read_text())["cursor"]
-    except (OSError, ValueError, KeyError):
-        return None
-
-
-def _save_cursor(settings: Settings, key: str, cursor: dict[str, Any]) -> None:
-    path = _cursor_file(settings, key)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"key": key, "cursor": cursor}))
-    os.replace(tmp, path)
+    return 1 if any(r.error for r in result.sessions) and not args.hook else 0
 
 
 LAST_RUN = "sync-last.json"  # the outcome of the last hook run, for `doctor`

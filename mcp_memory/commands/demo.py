@@ -63,8 +63,9 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         for label, sid in (("original (Claude Code)", session.session_id), ("fork (OpenCode)", fork.session_id)):
             page = svc.read_session(sid, limit=100)
             print(f"\n   {label} {sid}: {len(page.messages)} messages")
+            fork_seq = page.session.fork_seq if page.session else None
             for message in page.messages:
-                print("     " + render_message(message).replace("\n", "\n     "))
+                print("     " + render_message(message, fork_seq).replace("\n", "\n     "))
     print(f"\nDone in {time.monotonic() - started:.1f}s. Next steps:")
     print(f"  • Claude Code:  claude mcp add -s user mcp-memory -- {launcher.shell_command()} serve")
     print("    (or: mcp-memory install claude-code   — also adds the capture hooks)")

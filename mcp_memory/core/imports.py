@@ -15,16 +15,17 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..agents.base import NeutralSession
 from ..errors import Invalid, McpMemoryError, Unauthorized, Unavailable
-from ..schema import MessageIn
+from ..results import Imported
+from ..schema import MessageIn, NeutralSession
 from ..store.core_store import Store
 from ..store.imports_store import Relay, ensure_session, find_relays, fork_for_relay, record_relay
-from .service import Service
 from .sessions import check_project
+
+if TYPE_CHECKING:
+    from .service import Service
 
 NAMESPACE = uuid.UUID("6f1c2b9e-4d0a-5b8e-9c3f-2a7d1e0b4c55")
 BATCH = 1000
@@ -33,24 +34,6 @@ BATCH = 1000
 def imported_session_id(project_id: str, agent: str, native_id: str) -> str:
     name = "\x1f".join((project_id, agent, native_id))
     return f"ses_{uuid.uuid5(NAMESPACE, name)}"
-
-
-@dataclass
-class Imported:
-    session_id: str
-    native_id: str
-    agent: str
-    messages: int
-    new: int = 0
-    duplicates: int = 0
-    redacted: int = 0
-    created: bool = False
-    report: dict[str, Any] = field(default_factory=dict)
-    error: str | None = None
-    relayed_from: dict[str, Any] | None = None  # the source session, snapshot and seq of a relay
-
-    def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if v is not None}
 
 
 def store_sessions(

@@ -17,11 +17,12 @@ from psycopg import Connection
 from pydantic import ValidationError
 
 from ..errors import Conflict, Invalid, NotFound
-from ..operations import MAX_BATCH, MAX_PAGE
-from ..results import AppendManyResult, Page
+from ..operations import MAX_BATCH, MAX_PAGE, VIEWS
+from ..results import AppendManyResult, Page, Session, View
 from ..schema import Message, MessageIn, format_time, parse_message, size_error
 from ..store.core_store import COPY_FROM, AppendRaced, NewMessage, Store, StoredRow, copy_allowed
 from ..store.db import Database
+from . import conversation
 from .sanitize import Cleaner
 
 
@@ -194,13 +195,19 @@ def _copy(conn: Connection, session_id: str, batch: list[Prepared]) -> AppendMan
                             redacted=sum(p.redacted for p in batch))
 
 
-def read(db: Database, session_id: str, *, after_seq: int, limit: int, include_native: bool = False) -> Page:
-    """A page of the session's history after `after_seq` (a fork: its parent's first). Without
-    `include_native`, messages carry the neutral fields only: metadata.native is left out."""
+def read(
+    db: Database, session_id: str, *, after_seq: int, limit: int, include_native: bool = False,
+    view: View = "conversation",
+) -> Page:
+    """A page of the session's history after `after_seq` (a fork: its parent's first), in the
+    conversation view (core/conversation.py) or the full one. Without `include_native`, messages
+    carry the neutral fields only: metadata.native is left out."""
     if not isinstance(after_seq, int) or after_seq < 0:
         raise Invalid("after_seq must be an integer ≥ 0")
     if not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
         raise Invalid(f"limit must be an integer from 1 to {MAX_PAGE}")
+    if view not in VIEWS:
+        raise Invalid(f"view must be one of {', '.join(VIEWS)}")
     with db.transaction() as conn:
         store = Store(conn)
         segments = store.lineage(session_id)
@@ -213,8 +220,13 @@ def read(db: Database, session_id: str, *, after_seq: int, limit: int, include_n
             rows.extend(store.read_range(segment, after_seq=after_seq, limit=limit + 1 - len(rows)))
             if len(rows) > limit:
                 break
+        holders = {s.session_id: store.get_session(s.session_id) for s in segments} if view == "conversation" else {}
     has_more = len(rows) > limit
     rows = rows[:limit]
+    next_after_seq = rows[-1].seq if rows else after_seq
+    if view == "conversation":
+        return _conversation(session_id, rows, holders, include_native=include_native,
+                             next_after_seq=next_after_seq, has_more=has_more)
     messages = [
         Message.model_validate(
             {
@@ -228,7 +240,27 @@ def read(db: Database, session_id: str, *, after_seq: int, limit: int, include_n
         )
         for row in rows
     ]
-    return Page(messages=messages, next_after_seq=rows[-1].seq if rows else after_seq, has_more=has_more)
+    return Page(messages=messages, next_after_seq=next_after_seq, has_more=has_more)
+
+
+def _conversation(
+    session_id: str, rows: list[StoredRow], holders: dict[str, Session | None], *, include_native: bool,
+    next_after_seq: int, has_more: bool,
+) -> Page:
+    session = holders[session_id]
+    if session is None:  # removed between the lineage and the read: as if it had never been there
+        raise NotFound(f"session {session_id} does not exist")
+    turns = []
+    for row in rows:
+        holder = holders.get(row.session_id)
+        agent = holder.agent_source if holder is not None else None
+        turn = conversation.turn(row.payload, seq=row.seq, created_at=format_time(row.created_at),
+                                 agent=agent if agent != session.agent_source else None)
+        if include_native:
+            turn.native = (row.payload.get("metadata") or {}).get("native")
+        turns.append(turn)
+    return Page(session=conversation.head(session), messages=turns, next_after_seq=next_after_seq,
+                has_more=has_more)
 
 
 def _neutral(payload: dict[str, Any]) -> dict[str, Any]:

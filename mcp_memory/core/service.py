@@ -3,7 +3,7 @@ library API. Transports call these methods and format the results; nothing here 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..config import Settings
@@ -24,18 +24,31 @@ from ..memory_results import (
     SearchMode,
     Visibility,
 )
-from ..results import AppendManyResult, AppendResult, Forked, Page, Session, SessionList, Snapshot
+from ..results import (
+    AppendManyResult,
+    AppendResult,
+    Exported,
+    Forked,
+    ImportResult,
+    Page,
+    Session,
+    SessionList,
+    Snapshot,
+    View,
+)
 from ..schema import MessageIn, Role
 from ..store.db import Database
-from . import context, decisions, embed, hybrid, recall, search, sessions, snapshots, waiting
+from . import context, decisions, embed, hybrid, recall, search, sessions, snapshots, transfers, waiting
 from . import messages as messages_core
 from .indexer import Indexer
 from .sanitize import Cleaner
 
 
 class Service:
-    def __init__(self, db: Database, *, cleaner: Cleaner | None = None, embedder: Provider | None = None) -> None:
+    def __init__(self, db: Database, *, cleaner: Cleaner | None = None, embedder: Provider | None = None,
+                 local: transfers.Local | None = None) -> None:
         self.db = db
+        self.local = local  # the caller's machine, for callers on it (core/transfers.py); None: refuse paths
         self.settings: Settings = db.settings
         self.cleaner = cleaner or Cleaner()
         self.embedder = embedder  # the query/message embedder of semantic search; None: full text only
@@ -80,13 +93,13 @@ class Service:
 
     def read_session(
         self, session_id: str, *, after_seq: int = 0, limit: int = 100, include_native: bool = False,
-        wait_seconds: float = 0,
+        wait_seconds: float = 0, view: View = "conversation",
     ) -> Page:
         """A page after `after_seq`; with `wait_seconds` and nothing there yet, waits for an append
         (LISTEN on this process's append listener, core/waiting.py)."""
         def read() -> Page:
             return messages_core.read(self.db, session_id, after_seq=after_seq, limit=limit,
-                                      include_native=include_native)
+                                      include_native=include_native, view=view)
 
         return waiting.read_or_wait(self.appends, session_id, read, wait_seconds=wait_seconds)
 
@@ -99,6 +112,19 @@ class Service:
 
     def load_snapshot(self, snapshot_id: int, meta: dict[str, Any] | None = None) -> Forked:
         return snapshots.fork(self.db, snapshot_id, meta, cleaner=self.cleaner)
+
+    # transfers to and from agents' native files (core/transfers.py) ------------------------------
+    def export_session(
+        self, session_id: str, to: str, *, install: bool = False, cwd: str | None = None,
+        options: Mapping[str, str] | None = None,
+    ) -> Exported:
+        return transfers.export(self, session_id, to, install=install, cwd=cwd, options=options)
+
+    def import_session(
+        self, agent: str, *, path: str | None = None, content: str = "", name: str | None = None,
+        project_id: str | None = None,
+    ) -> ImportResult:
+        return transfers.import_session(self, agent, path=path, content=content, name=name, project_id=project_id)
 
     # decisions, context, search, recall ---------------------------------------------------------
     # (rules in core/decisions.py, core/context.py, core/hybrid.py, core/recall.py)

@@ -36,7 +36,7 @@ from .body import read_body, replay
 from .errors import error_response
 
 if TYPE_CHECKING:
-    from .app import Gate
+    from .gate import Gate
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 _current: ContextVar[Service] = ContextVar("mcp_memory_http_service")

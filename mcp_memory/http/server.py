@@ -89,7 +89,7 @@ def prepare(settings: Settings, host: str, *, as_owner: bool = True) -> tuple[An
     finally:
         db.close()
     options = http_options(settings, host)
-    registry = TokenRegistry(settings, base_dsn, lambda s: build(s, application_name="mcp-memory http"),
+    registry = TokenRegistry(settings, base_dsn, lambda s: build(s, application_name="mcp-memory http", local=False),
                              recheck_seconds=options.recheck_seconds, pool_max=max(1, options.pool_max))
     return create_app(registry, options), registry
 

@@ -26,7 +26,7 @@ from ..security.tokens import Unauthorized
 from . import auth, pages
 
 if TYPE_CHECKING:
-    from ..http.app import Gate
+    from ..http.gate import Gate
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; font-src 'self'; "
        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")

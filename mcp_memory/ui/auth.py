@@ -17,7 +17,7 @@ from ..core.service import Service
 from ..errors import Invalid
 
 if TYPE_CHECKING:
-    from ..http.app import Gate
+    from ..http.gate import Gate
 
 COOKIE = "mm_ui_token"
 MAX_FORM_BYTES = 4096

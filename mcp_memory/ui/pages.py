@@ -80,7 +80,7 @@ def _marker(row: dict[str, Any]) -> Marker:
 def session_page(service: Service, session_id: str, query: dict[str, str]) -> dict[str, Any]:
     session = service.get_session(session_id)
     after = _int(query, "after_seq")
-    page = service.read_session(session_id, after_seq=after, limit=PAGE)
+    page = service.read_session(session_id, after_seq=after, limit=PAGE, view="full")
     markers: dict[int, list[Marker]] = {}
     for row in ui_store.snapshots(service.db, session_id):
         markers.setdefault(row["up_to_seq"], []).append(_marker(row))

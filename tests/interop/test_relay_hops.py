@@ -147,7 +147,7 @@ def test_relay_claude_opencode_codex_gemini_claude(tmp_path: Path, settings, pro
         session = service.get_session(stored[0]["session_id"])
         assert session.parent_session_id == chain[-1] and session.fork_seq, (
             agent, session, results, sorted(str(p) for p in native_files(home).rglob("*")))
-        page = service.read_session(session.session_id, limit=1000)
+        page = service.read_session(session.session_id, limit=1000, view="full")
         own = [m for m in page.messages if not m.inherited_from]
         own_text = json.dumps([m.model_dump(mode="json") for m in own])
         assert f"relayprompt{k}" in own_text and answer(k) in own_text

@@ -5,15 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from types import ModuleType
 from typing import Any, ClassVar
 
 from ..base import Adapter, Agent
+from ..install_support import Installer
+
+NAME = "claude-code"  # the agent's CLI name: written here once, used by every part of the package
+DISPLAY_NAME = "Claude Code"
 
 
 class ClaudeCode(Agent):
-    name = "claude-code"
-    display_name = "Claude Code"
+    name = NAME
+    display_name = DISPLAY_NAME
     write_options: ClassVar[dict[str, str]] = {
         'session_id': 'UUID: the session id of the written transcript (default: derived from the source)',
     }
@@ -23,7 +26,7 @@ class ClaudeCode(Agent):
 
         return ClaudeCodeAdapter()
 
-    def installer(self) -> ModuleType:
+    def installer(self) -> Installer:
         from . import install
 
         return install

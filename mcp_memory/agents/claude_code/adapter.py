@@ -19,6 +19,7 @@ from typing import Any
 from ...files import atomic_write as write_text
 from ...shell import command_line
 from ..base import Adapter, FormatError, MappingReport, NeutralSession, WriteOptions, WrittenSession
+from . import DISPLAY_NAME
 from .read import AGENT, MessageBuilder, ReadState
 from .transcript import Line, consumed_offset, parse_lines
 from .write import TranscriptWriter
@@ -70,7 +71,7 @@ def transcript_files(paths: Sequence[Path]) -> list[Path]:
 
 class ClaudeCodeAdapter(Adapter):
     name = AGENT
-    display_name = "Claude Code"
+    display_name = DISPLAY_NAME
 
     # -- read ----------------------------------------------------------------------------------
 

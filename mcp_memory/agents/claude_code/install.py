@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from ...files import atomic_write
-from ..install_support import check_request
+from ..install_support import SERVER_NAME, check_request, merge_server
+from . import NAME
 
-SERVER_NAME = "mcp-memory"
 HOOK_EVENTS = ("Stop", "SubagentStop", "PreCompact", "SessionEnd")  # capture: `sync claude-code --hook`
 RECALL_EVENT = "SessionStart"  # the project's memory as additional context: `recall --hook`
 HOOK_TIMEOUT = {"SessionEnd": 30}  # SessionEnd hooks get 1.5 s unless a timeout is given
@@ -42,9 +42,9 @@ def register(
     check_request(scope, command)
     server_file, settings_file = config_paths(scope, Path(cwd), environ)
     changes = []
-    changes += _update(server_file, lambda data: _server(data, command, env, uninstall))
+    changes += _update(server_file, lambda data: _server(data, command, env, uninstall, server_file))
     hooks = {event: hook_command(command, env) for event in HOOK_EVENTS}
-    hooks[RECALL_EVENT] = hook_command(command, env, "recall", "--hook", "--agent", "claude-code")
+    hooks[RECALL_EVENT] = hook_command(command, env, "recall", "--hook", "--agent", NAME)
     changes += _update(settings_file, lambda data: _hooks(data, hooks, uninstall))
     return changes
 
@@ -63,25 +63,20 @@ def config_paths(scope: str, cwd: Path, environ: Mapping[str, str]) -> tuple[Pat
 def hook_command(command: list[str], env: Mapping[str, str], *words: str) -> str:
     """The shell line of a hook: the same profile variables as the server entry (so a Claude
     started from any shell captures into the database its tools use), then the command."""
-    words = words or ("sync", "claude-code", "--hook")
+    words = words or ("sync", NAME, "--hook")
     assignments = [f"{key}={shlex.quote(value)}" for key, value in sorted(env.items())]
     return " ".join([*assignments, shlex.join([*command, *words])])
 
 
-def _server(data: dict[str, Any], command: list[str], env: dict[str, str], uninstall: bool) -> list[str]:
-    servers = data.setdefault("mcpServers", {})
-    if uninstall:
-        if servers.pop(SERVER_NAME, None) is None:
-            return []
-        if not servers:
-            del data["mcpServers"]
-        return [f"removed MCP server {SERVER_NAME}"]
-    entry = {"type": "stdio", "command": command[0], "args": list(command[1:]) + ["serve"], "env": dict(env)}
-    if servers.get(SERVER_NAME) == entry:
+def _server(data: dict[str, Any], command: list[str], env: dict[str, str], uninstall: bool, where: Path) -> list[str]:
+    entry: dict[str, Any] | None = None if uninstall else {
+        "type": "stdio", "command": command[0], "args": list(command[1:]) + ["serve"], "env": dict(env)}
+    change = merge_server(data, "mcpServers", entry, where=where)
+    if change is None:
         return []
-    verb = "updated" if SERVER_NAME in servers else "added"
-    servers[SERVER_NAME] = entry
-    return [f"{verb} MCP server {SERVER_NAME} ({shlex.join([entry['command'], *entry['args']])})"]
+    if entry is None:
+        return [f"removed MCP server {SERVER_NAME}"]
+    return [f"{change} MCP server {SERVER_NAME} ({shlex.join([entry['command'], *entry['args']])})"]
 
 
 def _hooks(data: dict[str, Any], commands: dict[str, str], uninstall: bool) -> list[str]:
@@ -125,8 +120,8 @@ def _is_ours(handler: Any) -> bool:
         words = shlex.split(handler["command"])
     except ValueError:
         return False
-    ours = (words[-3:] == ["sync", "claude-code", "--hook"] or words[-2:] == ["recall", "--hook"]  # before --agent
-            or words[-4:] == ["recall", "--hook", "--agent", "claude-code"])
+    ours = (words[-3:] == ["sync", NAME, "--hook"] or words[-2:] == ["recall", "--hook"]  # before --agent
+            or words[-4:] == ["recall", "--hook", "--agent", NAME])
     return ours and any("mcp-memory" in w or "mcp_memory" in w for w in words)
 
 

@@ -20,9 +20,10 @@ from typing import Any
 
 from ...schema import MessageIn
 from ..base import MappingReport
+from . import NAME
 from .transcript import MESSAGE_TYPES, Line, chain_uuids
 
-AGENT = "claude-code"
+AGENT = NAME
 KNOWN_TYPES = frozenset(
     {
         "user", "assistant", "system", "summary", "file-history-snapshot", "queue-operation", "progress",

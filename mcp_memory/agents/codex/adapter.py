@@ -18,6 +18,7 @@ from typing import Any
 from ...files import atomic_write as write_atomic
 from ...shell import command_line
 from ..base import Adapter, FormatError, MappingReport, NeutralSession, WriteOptions, WrittenSession
+from . import DISPLAY_NAME, NAME
 from .read import AGENT, RolloutState, parse_rollout
 from .write import RolloutWriter, dump_lines, rollout_name, session_uuid, start_time
 
@@ -113,8 +114,8 @@ def first_prompt(state: RolloutState) -> str | None:
 
 
 class CodexAdapter(Adapter):
-    name = "codex"
-    display_name = "Codex CLI"
+    name = NAME
+    display_name = DISPLAY_NAME
 
     def read(self, paths: Sequence[Path]) -> list[NeutralSession]:
         return [self.read_file(path) for path in rollout_files(paths)]

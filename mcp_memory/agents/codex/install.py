@@ -11,14 +11,13 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import tomlkit
 from tomlkit.exceptions import TOMLKitError
 
 from ...files import atomic_write
-from ..install_support import check_request
-
-SERVER_NAME = "mcp-memory"
+from ..install_support import SERVER_NAME, check_request, merge_server
 
 
 def config_path(environ: Mapping[str, str]) -> Path:
@@ -41,28 +40,23 @@ def register(
     check_request(scope, command, scopes=("user",))
     path = config_path(environ)
     document = _load(path)
-    servers = document.get("mcp_servers")
-    if uninstall:
-        if servers is None or SERVER_NAME not in servers:
-            return []
-        del servers[SERVER_NAME]
-        if not servers:
-            del document["mcp_servers"]
-        text = tomlkit.dumps(document).rstrip("\n")
-        atomic_write(path, text + "\n" if text else "", new_mode=0o600)
-        return [f"{path}: removed MCP server {SERVER_NAME}"]
-    entry = {"command": command[0], "args": [*command[1:], "serve"], "env": dict(env)}
-    if servers is not None and SERVER_NAME in servers and servers[SERVER_NAME].unwrap() == entry:
+    entry: dict[str, Any] | None = None if uninstall else {
+        "command": command[0], "args": [*command[1:], "serve"], "env": dict(env)}
+    change = merge_server(document, "mcp_servers", entry, where=path, wrap=_table,
+                          new_table=lambda: tomlkit.table(is_super_table=True), plain=lambda v: v.unwrap())
+    if change is None:
         return []
-    verb = "updated" if servers is not None and SERVER_NAME in servers else "added"
-    if servers is None:
-        servers = tomlkit.table(is_super_table=True)
-        document["mcp_servers"] = servers
+    text = tomlkit.dumps(document).rstrip("\n")
+    atomic_write(path, text + "\n" if text else "", new_mode=0o600)
+    if entry is None:
+        return [f"{path}: removed MCP server {SERVER_NAME}"]
+    return [f"{path}: {change} MCP server {SERVER_NAME} ({shlex.join([entry['command'], *entry['args']])})"]
+
+
+def _table(entry: Mapping[str, Any]) -> Any:
     table = tomlkit.table()
     table.update(entry)
-    servers[SERVER_NAME] = table
-    atomic_write(path, tomlkit.dumps(document), new_mode=0o600)
-    return [f"{path}: {verb} MCP server {SERVER_NAME} ({shlex.join([entry['command'], *entry['args']])})"]
+    return table
 
 
 def _load(path: Path) -> tomlkit.TOMLDocument:

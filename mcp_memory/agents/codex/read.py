@@ -19,8 +19,9 @@ from typing import Any
 
 from ...schema import MessageIn
 from ..base import MappingReport, parse_time, stable_id
+from . import NAME
 
-AGENT = "codex"
+AGENT = NAME
 TOOL_OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output")
 
 

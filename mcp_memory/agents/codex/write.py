@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ...schema import MessageIn
-from ..base import MappingReport, NeutralSession, WriteOptions, stable_id
+from ..base import MappingReport, NeutralSession, WriteOptions, plain_text, stable_id
 from .read import AGENT, parse_time
 
 CLI_VERSION = "0.169.0"  # the release whose rollouts these lines follow
@@ -203,14 +203,6 @@ class RolloutWriter:
 def codex_time(value: datetime) -> str:
     """Codex stamps lines with millisecond UTC times: 2026-11-30T00:34:18.328Z."""
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
-def plain_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(getattr(p, "text", "") or "" for p in content if getattr(p, "type", None) == "text")
-    return ""
 
 
 def rollout_name(start: datetime, thread_id: str) -> Path:

@@ -6,10 +6,13 @@ from typing import ClassVar
 
 from ..base import Adapter, Agent
 
+NAME = "deepseek-harness"  # the agent's CLI name: written here once, used by every part of the package
+DISPLAY_NAME = "DeepSeek harness"
+
 
 class DeepSeekHarness(Agent):
-    name = "deepseek-harness"
-    display_name = "DeepSeek harness"
+    name = NAME
+    display_name = DISPLAY_NAME
     write_options: ClassVar[dict[str, str]] = {
         'compression': 'zstd (default) or none',
     }

@@ -23,7 +23,6 @@ from __future__ import annotations
 import io
 import json
 import re
-import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,15 +35,14 @@ from ...schema import MessageIn
 from ...shell import command_line
 from ..base import Adapter, FormatError, MappingReport, NeutralSession, WriteOptions, WrittenSession, stable_id
 from ..openai_chat.adapter import json_arguments
+from . import DISPLAY_NAME, NAME
 
-NAME = "deepseek-harness"
 MESSAGE_EVENTS = ("user/message", "assistant/message", "tool/result")
-CHUNK_ROWS = ("text-chunks", "reasoning-chunks", "tool-call-chunks")
 
 
 class DeepSeekHarnessAdapter(Adapter):
     name = NAME
-    display_name = "DeepSeek harness"
+    display_name = DISPLAY_NAME
 
     def read(self, paths: Sequence[Path]) -> list[NeutralSession]:
         return [read_log(path) for path in _log_files(paths)]
@@ -344,7 +342,3 @@ def _datetime(epoch_ms: Any) -> datetime | None:
 def _rfc3339(epoch_ms: Any) -> str | None:
     moment = _datetime(epoch_ms)
     return moment.isoformat().replace("+00:00", "Z") if moment else None
-
-
-def dsh_uuid(*parts: object) -> str:
-    return str(uuid.UUID(hex=stable_id(*parts)))

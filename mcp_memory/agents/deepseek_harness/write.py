@@ -15,7 +15,8 @@ from typing import Any
 from ...schema import MessageIn
 from ..base import MappingReport, NeutralSession, WriteOptions, epoch_ms
 from ..openai_chat.adapter import report_unwritten
-from .adapter import CHUNK_ROWS, NAME, dsh_uuid
+from . import NAME
+from .events import CHUNK_ROWS, dsh_uuid
 
 PROVIDER_FALLBACK = "imported"
 

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from types import ModuleType
 from typing import ClassVar
 
 from ..base import Adapter, Agent
+from ..install_support import Installer
+
+NAME = "gemini"  # the agent's CLI name: written here once, used by every part of the package
+DISPLAY_NAME = "Gemini CLI"
 
 
 class Gemini(Agent):
-    name = "gemini"
-    display_name = "Gemini CLI"
+    name = NAME
+    display_name = DISPLAY_NAME
     write_options: ClassVar[dict[str, str]] = {
         'refresh_last_updated': '1: set lastUpdated to now, so the session sorts first in `gemini --resume`',
     }
@@ -20,7 +23,7 @@ class Gemini(Agent):
 
         return GeminiAdapter()
 
-    def installer(self) -> ModuleType:
+    def installer(self) -> Installer:
         from . import install
 
         return install

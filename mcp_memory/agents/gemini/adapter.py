@@ -21,6 +21,7 @@ from typing import Any
 from ...files import atomic_write as write_atomic
 from ...shell import command_line
 from ..base import Adapter, MappingReport, NeutralSession, WriteOptions, WrittenSession
+from . import DISPLAY_NAME, NAME
 from .read import AGENT, ChatState, RecordMapper, load_legacy, replay_lines, text_of
 from .write import ChatWriter, chat_file_name, last_time, project_hash, session_uuid, start_time
 
@@ -113,8 +114,8 @@ def first_prompt(records: list[dict[str, Any]]) -> str | None:
 
 
 class GeminiAdapter(Adapter):
-    name = "gemini"
-    display_name = "Gemini CLI"
+    name = NAME
+    display_name = DISPLAY_NAME
 
     def read(self, paths: Sequence[Path]) -> list[NeutralSession]:
         """One session per sessionId. Gemini CLI 0.61 leaves a stub file (header + setup text) with

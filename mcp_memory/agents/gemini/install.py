@@ -15,9 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ...files import atomic_write
-from ..install_support import check_request
-
-SERVER_NAME = "mcp-memory"
+from ..install_support import SERVER_NAME, check_request, merge_server
 
 
 def settings_path(scope: str, cwd: Path, environ: Mapping[str, str]) -> Path:
@@ -40,25 +38,15 @@ def register(
     check_request(scope, command)
     path = settings_path(scope, cwd, environ)
     data = _load(path)
-    servers = data.get("mcpServers")
-    if servers is not None and not isinstance(servers, dict):
-        raise ValueError(f"{path}: mcpServers is not an object; fix it before registering")
-    if uninstall:
-        if not servers or SERVER_NAME not in servers:
-            return []
-        del servers[SERVER_NAME]
-        if not servers:
-            del data["mcpServers"]
-        atomic_write(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n", new_mode=0o600)
-        return [f"{path}: removed MCP server {SERVER_NAME}"]
-    entry = {"command": command[0], "args": [*command[1:], "serve"], "env": dict(env)}
-    servers = data.setdefault("mcpServers", {})
-    if servers.get(SERVER_NAME) == entry:
+    entry: dict[str, Any] | None = None if uninstall else {
+        "command": command[0], "args": [*command[1:], "serve"], "env": dict(env)}
+    change = merge_server(data, "mcpServers", entry, where=path)
+    if change is None:
         return []
-    verb = "updated" if SERVER_NAME in servers else "added"
-    servers[SERVER_NAME] = entry
     atomic_write(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n", new_mode=0o600)
-    return [f"{path}: {verb} MCP server {SERVER_NAME} ({shlex.join([entry['command'], *entry['args']])})"]
+    if entry is None:
+        return [f"{path}: removed MCP server {SERVER_NAME}"]
+    return [f"{path}: {change} MCP server {SERVER_NAME} ({shlex.join([entry['command'], *entry['args']])})"]
 
 
 def _load(path: Path) -> dict[str, Any]:

@@ -23,8 +23,9 @@ from typing import Any
 
 from ...schema import MessageIn
 from ..base import MappingReport, parse_time, stable_id
+from . import NAME
 
-AGENT = "gemini"
+AGENT = NAME
 NOTICE_TYPES = ("info", "error", "warning")
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ...schema import MessageIn
-from ..base import MappingReport, NeutralSession, WriteOptions, stable_id
+from ..base import MappingReport, NeutralSession, WriteOptions, plain_text, stable_id
 from .read import AGENT, parse_time
 
 
@@ -196,10 +196,3 @@ def start_time(session: NeutralSession) -> datetime:
 def last_time(session: NeutralSession, start: datetime) -> datetime:
     return max((m.created_at for m in session.messages if m.created_at), default=start)
 
-
-def plain_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(getattr(p, "text", "") or "" for p in content if getattr(p, "type", None) == "text")
-    return ""

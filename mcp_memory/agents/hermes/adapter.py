@@ -30,8 +30,8 @@ from ...files import atomic_write, safe_name
 from ...schema import MessageIn, format_time
 from ..base import Adapter, FormatError, MappingReport, NeutralSession, WriteOptions, WrittenSession, stable_id
 from ..openai_chat.adapter import message_from_openai, report_unwritten
+from . import DISPLAY_NAME, NAME
 
-NAME = "hermes"
 CONTENT_JSON_PREFIX = "\x00json:"
 JSON_COLUMNS = (
     "tool_calls",
@@ -79,7 +79,7 @@ RESUME_NOTE = (
 
 class HermesAdapter(Adapter):
     name = NAME
-    display_name = "HermesAgent"
+    display_name = DISPLAY_NAME
 
     def read(self, paths: Sequence[Path]) -> list[NeutralSession]:
         sessions: list[NeutralSession] = []

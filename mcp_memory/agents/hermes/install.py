@@ -19,8 +19,7 @@ from ruamel.yaml import YAML, YAMLError
 from ruamel.yaml.comments import CommentedMap
 
 from ...files import atomic_write
-
-SERVER_NAME = "mcp-memory"
+from ..install_support import SERVER_NAME, merge_server
 
 
 def config_path(environ: Mapping[str, str]) -> Path:
@@ -51,22 +50,16 @@ def register(
     path = config_path(environ)
     yaml = _yaml()
     document = _load(yaml, path)
-    servers = document.get("mcp_servers")
-    if uninstall:
-        if not isinstance(servers, dict) or SERVER_NAME not in servers:
-            return [f"{path}: no {SERVER_NAME} server registered; nothing to remove"]
-        del servers[SERVER_NAME]
-        _save(yaml, document, path)
-        return [f"{path}: removed mcp_servers.{SERVER_NAME}"]
-    entry = _entry(command, env)
-    if isinstance(servers, dict) and _plain(servers.get(SERVER_NAME)) == entry:
-        return [f"{path}: mcp_servers.{SERVER_NAME} already registered; unchanged"]
-    if not isinstance(servers, dict):
-        servers = document["mcp_servers"] = CommentedMap()
-    action = "updated" if SERVER_NAME in servers else "added"
-    servers[SERVER_NAME] = entry
+    entry = None if uninstall else _entry(command, env)
+    change = merge_server(document, "mcp_servers", entry, where=path, new_table=CommentedMap, plain=_plain,
+                          drop_empty=False)
+    if change is None:
+        return [f"{path}: no {SERVER_NAME} server registered; nothing to remove" if entry is None
+                else f"{path}: mcp_servers.{SERVER_NAME} already registered; unchanged"]
     _save(yaml, document, path)
-    return [f"{path}: {action} mcp_servers.{SERVER_NAME} ({shlex.join([entry['command'], *entry['args']])})"]
+    if entry is None:
+        return [f"{path}: removed mcp_servers.{SERVER_NAME}"]
+    return [f"{path}: {change} mcp_servers.{SERVER_NAME} ({shlex.join([entry['command'], *entry['args']])})"]
 
 
 def _entry(command: list[str], env: dict[str, str]) -> dict[str, Any]:

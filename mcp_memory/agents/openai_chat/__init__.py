@@ -6,10 +6,13 @@ from typing import ClassVar
 
 from ..base import Adapter, Agent
 
+NAME = "openai"  # the agent's CLI name: written here once, used by every part of the package
+DISPLAY_NAME = "OpenAI / DeepSeek chat JSON"
+
 
 class OpenAIChat(Agent):
-    name = "openai"
-    display_name = "OpenAI / DeepSeek chat JSON"
+    name = NAME
+    display_name = DISPLAY_NAME
     write_options: ClassVar[dict[str, str]] = {
         'reasoning': "what to do with reasoning: see the adapter's README (e.g. reasoning=none)",
     }

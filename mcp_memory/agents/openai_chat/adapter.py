@@ -30,8 +30,8 @@ from pydantic import ValidationError
 from ...files import atomic_write, safe_name
 from ...schema import MessageIn
 from ..base import Adapter, FormatError, MappingReport, NeutralSession, WriteOptions, WrittenSession, stable_id
+from . import DISPLAY_NAME, NAME
 
-NAME = "openai"
 REASONING_POLICIES = ("tool-turns", "none", "all")
 KNOWN_MESSAGE_KEYS = {"role", "content", "tool_calls", "tool_call_id", "name", "reasoning_content"}
 ROLE_ALIASES = {"developer": "system", "function": "tool"}
@@ -39,7 +39,7 @@ ROLE_ALIASES = {"developer": "system", "function": "tool"}
 
 class OpenAIChatAdapter(Adapter):
     name = NAME
-    display_name = "OpenAI / DeepSeek chat JSON"
+    display_name = DISPLAY_NAME
 
     def read(self, paths: Sequence[Path]) -> list[NeutralSession]:
         return [self._read_file(path) for path in _json_files(paths)]

@@ -5,15 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from types import ModuleType
 from typing import Any, ClassVar
 
 from ..base import Adapter, Agent, CaptureTarget
+from ..install_support import Installer
+
+NAME = "opencode"  # the agent's CLI name: written here once, used by every part of the package
+DISPLAY_NAME = "OpenCode"
 
 
 class OpenCode(Agent):
-    name = "opencode"
-    display_name = "OpenCode"
+    name = NAME
+    display_name = DISPLAY_NAME
     write_options: ClassVar[dict[str, str]] = {
         'opencode_model': 'PROVIDER/MODEL stamped on the messages (default with --install: the model in your opencode.json, else the original)',
         'opencode_agent': 'the OpenCode agent the messages belong to (default: build)',
@@ -25,7 +28,7 @@ class OpenCode(Agent):
 
         return OpenCodeAdapter()
 
-    def installer(self) -> ModuleType:
+    def installer(self) -> Installer:
         from . import install
 
         return install

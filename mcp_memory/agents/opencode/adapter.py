@@ -25,6 +25,7 @@ from ...files import atomic_write
 from ...schema import format_time
 from ...shell import command_line
 from ..base import Adapter, FormatError, MappingReport, NeutralSession, WriteOptions, WrittenSession
+from . import DISPLAY_NAME, NAME
 from . import storage as native_io
 from .read import AGENT, convert_message, is_settled, ms_to_datetime
 from .storage import spawning_call_of
@@ -44,8 +45,8 @@ def default_db_path(environ: Mapping[str, str]) -> Path:
 
 
 class OpenCodeAdapter(Adapter):
-    name = "opencode"
-    display_name = "OpenCode"
+    name = NAME
+    display_name = DISPLAY_NAME
 
     def read(self, paths: Sequence[Path]) -> list[NeutralSession]:
         found: dict[str, tuple[tuple[int, int], native_io.NativeSession, Path]] = {}

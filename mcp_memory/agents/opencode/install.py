@@ -21,9 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from ...files import atomic_write
-from ..install_support import check_request
+from ..install_support import SERVER_NAME, check_request
 
-SERVER_NAME = "mcp-memory"
 PLUGIN_NAME = "mcp-memory-capture.js"
 PLUGIN_MARKER = "mcp-memory capture plugin for OpenCode"
 PLUGIN_SOURCE = Path(__file__).with_name("plugin.js")

@@ -19,8 +19,9 @@ from typing import Any
 
 from ...schema import MessageIn
 from ..base import MappingReport
+from . import NAME
 
-AGENT = "opencode"
+AGENT = NAME
 INTERRUPTED = "[Tool execution was interrupted]"
 COMPACTION_PROMPT = "What did we do so far?"  # what OpenCode sends the model for a compaction part
 METADATA_ONLY_PARTS = ("step-start", "snapshot", "patch", "agent", "retry")
