@@ -18,7 +18,9 @@ if TYPE_CHECKING:
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     archive = sub.add_parser(
         "archive", help="git archive of snapshots: export loop, status, retry, verify",
-        description="Export snapshots to a git repository (sessions/<id>.jsonl, one commit and tag per snapshot). "
+        description="Export snapshots to a git repository (sessions/<id>.jsonl, decisions/<id>.jsonl, "
+        "context/<id>.jsonl; one commit and tag per snapshot); the automatic snapshot policy ([archive] "
+        "auto_snapshot…) snapshots idle or long sessions that changed since their last snapshot. "
         "Examples:\n"
         "  mcp-memory archive --daemon --repo ~/mcp-archive --remote git@host:me/archive.git\n"
         "  mcp-memory archive --once --repo ~/mcp-archive\n"
@@ -41,9 +43,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     which = retry.add_mutually_exclusive_group(required=True)
     which.add_argument("--job", type=int, metavar="ID", help="re-queue this job")
     which.add_argument("--failed", action="store_true", help="re-queue every failed job")
-    verify = actions.add_parser("verify", help="compare the archive with the database; exit 1 on any difference")
+    verify = actions.add_parser("verify", help="compare the archive (any clone; one with a remote is fetched "
+                                "first) with the database; exit 1 on any difference")
     _repo_flags(verify, argparse.SUPPRESS, remote=False)
     verify.add_argument("--json", action="store_true", help="print one JSON document")
+    verify.add_argument("--repair", action="store_true", help="re-tag each snapshot whose tag holds lines beyond "
+                        "its seq (written by earlier versions); the archiver's next push publishes the tags")
 
     restore = sub.add_parser(
         "restore", help="rebuild sessions, messages, snapshots and lineage from a git archive",
@@ -102,7 +107,8 @@ def _run(db: Database, settings: Settings, args: argparse.Namespace) -> int:
     with stop_on_signals(archiver):
         summary = archiver.run(once=args.once)
     if args.once:
-        print(f"exported {summary.exported} snapshot(s) ({summary.lines} new line(s)) to {options.repo}; "
+        made = f", {summary.auto_snapshots} made by the automatic snapshot policy" if summary.auto_snapshots else ""
+        print(f"exported {summary.exported} snapshot(s) ({summary.lines} new line(s){made}) to {options.repo}; "
               f"{summary.done} done, {summary.retrying} to retry, {summary.failed} failed")
         for error in summary.errors:
             print(f"  {error}", file=sys.stderr)
@@ -136,7 +142,7 @@ def _verify(db: Database, settings: Settings, args: argparse.Namespace) -> int:
     from ..archive.daemon import ArchiverOptions
 
     options = ArchiverOptions.resolve(settings, repo=getattr(args, "repo", None))
-    report = verify.verify(db, options.repo)
+    report = verify.verify(db, options.repo, repair=args.repair)
     if args.json:
         print_json(report.to_json())
     else:

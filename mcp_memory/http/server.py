@@ -47,7 +47,8 @@ def http_options(settings: Settings, host: str) -> HttpOptions:
     defaults = HttpOptions()
     values: dict[str, Any] = {"host": host}
     for key, kind in (("max_body_bytes", int), ("rate_limit", float), ("burst", int), ("recheck_seconds", float),
-                      ("auth_failures_per_second", float), ("auth_failure_burst", int), ("pool_max", int)):
+                      ("auth_failures_per_second", float), ("auth_failure_burst", int), ("pool_max", int),
+                      ("max_waits", int)):
         value = section.get(key, getattr(defaults, key))
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
             raise ConfigError(f"config: http.{key} must be a number ≥ 0, got {value!r}")
