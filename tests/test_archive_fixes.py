@@ -18,7 +18,7 @@ from mcp_memory.archive.daemon import Archiver, ArchiverOptions, AutoSnapshot
 from mcp_memory.archive.retry import RetryStrategy
 from mcp_memory.archive.verify import verify
 from mcp_memory.core.service import Service
-from mcp_memory.errors import Unavailable
+from mcp_memory.errors import Invalid, Unavailable
 from mcp_memory.store.archive_store import ArchiveStore
 from mcp_memory.store.db import Database
 
@@ -154,3 +154,33 @@ def test_verify_on_a_standby_copy_compares_the_remote_archive(service: Service, 
     report = verify(service.db, standby)
     assert report.ok, report.differences
     assert report.sessions[0]["archive"]["messages"] == 5
+
+
+def test_behind_pgbouncer_the_archiver_needs_a_direct_dsn_and_keeps_its_lease_there(service: Service, settings,
+                                                                                     tmp_path: Path) -> None:
+    pooled = replace(settings, pgbouncer=True)
+    try:
+        Archiver(Database(pooled), options(tmp_path / "archive"))
+    except Invalid as exc:
+        assert "direct_dsn" in str(exc) and "PgBouncer" in str(exc)
+    else:
+        raise AssertionError("an archiver behind PgBouncer without direct_dsn started")
+    # the pooled DSN and the direct one told apart by a setting each carries
+    direct = replace(pooled, dsn=settings.dsn + " options='-c mm.via=pooler'",
+                     direct_dsn=settings.dsn + " options='-c mm.via=direct'")
+    db = Database(direct, application_name="archiver@test")
+    archiver = Archiver(db, options(tmp_path / "archive"))
+    try:
+        assert archiver.lock.try_acquire()
+        assert archiver.lock.conn is not None
+        assert archiver.lock.conn.execute("SHOW mm.via").fetchone() == ("direct",)
+        with db.transaction() as conn:
+            assert conn.execute("SHOW mm.via").fetchone() == ("pooler",)
+        sid = service.create_session("proj").session_id
+        service.append_messages(sid, messages(2))
+        service.create_snapshot(sid, "behind a pooler")
+        archiver.lock.release()
+        assert archiver.run(once=True).done == 1
+    finally:
+        archiver.lock.release()
+        db.close()

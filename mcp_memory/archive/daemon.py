@@ -25,6 +25,7 @@ from typing import Any
 
 from ..config import Settings
 from ..errors import Invalid, McpMemoryError, Unavailable
+from ..metrics import Sample
 from ..store.archive_store import ArchiveStore, ClaimedJob, LeaderLock, Listener
 from ..store.db import Database, translate_errors
 from . import export, gitrepo, layout
@@ -125,6 +126,10 @@ class Archiver:
     def __init__(self, db: Database, options: ArchiverOptions, *, crash_at: str | None = None) -> None:
         if crash_at is not None and crash_at not in export.CRASH_POINTS:
             raise Invalid(f"--crash-at must be one of {', '.join(export.CRASH_POINTS)}")
+        if db.settings.pgbouncer and not db.settings.direct_dsn:
+            raise Invalid("the archiver holds its lease on one connection and LISTENs for snapshots, which a "
+                          "pooler in transaction mode breaks (the database is behind PgBouncer: [database] "
+                          "pgbouncer = true): set [database] direct_dsn to a DSN that reaches PostgreSQL directly")
         self.db = db
         self.options = options
         self.crash_at = crash_at
@@ -174,6 +179,18 @@ class Archiver:
         finally:
             self._shutdown()
         return self.summary
+
+    def metric_samples(self) -> list[Sample]:
+        """This archiver's own numbers for /metrics (archive --daemon --metrics-port)."""
+        s = self.summary
+        counters = (("exported", "snapshots exported", s.exported), ("lines", "archive lines written", s.lines),
+                    ("failed", "export jobs that failed for good", s.failed),
+                    ("retrying", "failed export attempts sent back to retry", s.retrying),
+                    ("auto_snapshots", "snapshots made by the automatic snapshot policy", s.auto_snapshots))
+        return [Sample("mcp_memory_archiver_leader", "gauge", "1 while this archiver holds the lease (the active "
+                       "writer), 0 as a standby", float(self.lock.owned)),
+                *(Sample(f"mcp_memory_archiver_{name}_total", "counter", f"{help} by this process", float(value))
+                  for name, help, value in counters)]
 
     def stop(self, *_: Any) -> None:
         self.stopping.set()

@@ -12,6 +12,8 @@ from ..config import Settings
 from .output import print_json, progress
 
 if TYPE_CHECKING:
+    from ..archive.daemon import Archiver
+    from ..metrics import MetricsServer
     from ..store.db import Database
 
 
@@ -32,6 +34,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                       "another archiver is active")
     mode.add_argument("--once", action="store_true", help="export the pending snapshots, then exit")
     _repo_flags(archive, None, remote=True)
+    archive.add_argument("--metrics-port", type=int, metavar="N", help="serve GET /metrics (Prometheus text "
+                         "format: queue depth, oldest pending job, failed jobs, export lag, connections, this "
+                         "archiver's counts) on this port while running; 0 picks a free port")
+    archive.add_argument("--metrics-host", default="127.0.0.1", metavar="ADDRESS",
+                         help="address of the /metrics server (default 127.0.0.1)")
     archive.add_argument("--crash-at", help=argparse.SUPPRESS)  # crash tests only: SIGKILL at a named point
     actions = archive.add_subparsers(dest="archive_action", metavar="ACTION")
     status = actions.add_parser("status", help="active archiver, queue depth, oldest pending job, failures")
@@ -104,8 +111,13 @@ def _run(db: Database, settings: Settings, args: argparse.Namespace) -> int:
         logging.getLogger("mcp_memory").setLevel(logging.INFO)
     db.application_name = f"mcp-memory archiver {worker_name()}"[:63]
     archiver = Archiver(db, options, crash_at=args.crash_at)
-    with stop_on_signals(archiver):
-        summary = archiver.run(once=args.once)
+    server = _metrics_server(db, archiver, args)
+    try:
+        with stop_on_signals(archiver):
+            summary = archiver.run(once=args.once)
+    finally:
+        if server is not None:
+            server.close()
     if args.once:
         made = f", {summary.auto_snapshots} made by the automatic snapshot policy" if summary.auto_snapshots else ""
         print(f"exported {summary.exported} snapshot(s) ({summary.lines} new line(s){made}) to {options.repo}; "
@@ -113,6 +125,26 @@ def _run(db: Database, settings: Settings, args: argparse.Namespace) -> int:
         for error in summary.errors:
             print(f"  {error}", file=sys.stderr)
     return 0
+
+
+def _metrics_server(db: Database, archiver: Archiver, args: argparse.Namespace) -> MetricsServer | None:
+    from ..errors import Invalid
+    from ..metrics import MetricsServer, Registry, archive_samples, pool_samples
+
+    if args.metrics_port is None:
+        return None
+    if not 0 <= args.metrics_port <= 65535:
+        raise Invalid(f"--metrics-port must be 0 to 65535, got {args.metrics_port}")
+    metrics = Registry()
+    metrics.collect(lambda: archive_samples(db))
+    metrics.collect(lambda: pool_samples(db, "archiver"))
+    metrics.collect(archiver.metric_samples)
+    try:
+        server = MetricsServer(metrics, args.metrics_host, args.metrics_port).start()
+    except OSError as exc:
+        raise Invalid(f"--metrics-port {args.metrics_port}: cannot listen on {args.metrics_host}: {exc}") from None
+    logging.getLogger("mcp_memory").info("metrics at http://%s:%d/metrics", args.metrics_host, server.port)
+    return server
 
 
 def _status(db: Database, settings: Settings, args: argparse.Namespace) -> int:

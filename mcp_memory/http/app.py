@@ -12,6 +12,7 @@ from anyio import CapacityLimiter, to_thread
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
@@ -21,6 +22,7 @@ from ..core.service import Service
 from ..errors import Invalid, McpMemoryError, Unavailable
 from ..security.tokens import Unauthorized
 from ..ui.app import create_ui
+from . import observe
 from .auth import TokenRegistry, bearer
 from .body import read_json
 from .errors import RateLimited, error_response, internal_error
@@ -202,7 +204,9 @@ def create_app(registry: TokenRegistry, options: HttpOptions | None = None) -> S
                 RateLimiter(options.auth_failures_per_second, options.auth_failure_burst),
                 proxies=TrustedProxies(options.trusted_proxies))
     mcp = McpMount(gate, host=options.host, max_body_bytes=options.max_body_bytes)
+    metrics = observe.registry_for(registry)
     routes = [Route("/openapi.json", _openapi, methods=["GET"]), Route("/healthz", _healthz, methods=["GET"]),
+              Route("/metrics", observe.endpoint(metrics), methods=["GET"]),
               Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]), Mount("/ui", create_ui(gate))]
     waits = _WaitLimiter(options.max_waits)
     for endpoint in ENDPOINTS:
@@ -217,4 +221,5 @@ def create_app(registry: TokenRegistry, options: HttpOptions | None = None) -> S
             finally:
                 registry.close()
 
-    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error})
+    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error},
+                     middleware=[Middleware(observe.Measured, metrics=metrics, routes=routes)])

@@ -79,6 +79,16 @@ class AppendListener:
             self._wake(everyone)
             _close(conn)
 
+    def waiting_count(self) -> int:
+        """Readers waiting now (for /metrics)."""
+        with self._lock:
+            return sum(len(events) for events in self._waiters.values())
+
+    def connected(self) -> int:
+        """1 while the LISTEN connection is open, else 0 (for /metrics)."""
+        with self._lock:
+            return int(self._conn is not None and not self._conn.closed)
+
     def _waiters_of(self, key: str) -> list[threading.Event]:
         with self._lock:
             return list(self._waiters.get(key, ()))

@@ -58,11 +58,20 @@ class Database:
     def masked_dsn(self) -> str:
         return mask_dsn(self._dsn) if self._dsn else self.settings.describe_dsn()
 
+    def direct_dsn(self) -> str:
+        """Where connections that keep session state go (LISTEN, the archiver's lease): `[database]
+        direct_dsn` when `dsn` points at a pooler, else the DSN in use."""
+        if self.settings.direct_dsn and not self.settings.embedded:
+            return with_password(self.settings.direct_dsn, self.settings.password,
+                                 fallback_file=self.settings.credentials_file)
+        return self.dsn()
+
     def connect(self, **kwargs: Any) -> psycopg.Connection:
-        """A direct connection (not pooled): for LISTEN, advisory locks, migrations, admin work."""
+        """A direct connection (not pooled, past any pooler: direct_dsn): for LISTEN, the archiver's
+        lease, migrations, admin work."""
         with translate_errors():
             return psycopg.connect(
-                self.dsn(),
+                self.direct_dsn(),
                 connect_timeout=max(1, int(self.settings.connect_timeout)),
                 application_name=self.application_name,
                 **{**self._pooler_options(), **kwargs},
@@ -109,6 +118,13 @@ class Database:
             )
             pool.open(wait=False)
             return pool
+
+    def pool_stats(self) -> dict[str, int]:
+        """The pool's own counts (pool_size, pool_available, pool_max, requests_waiting …); empty
+        before the first call opened it."""
+        with self._lock:
+            pool = self._pool
+        return dict(pool.get_stats()) if pool is not None else {}
 
     def ensure_schema(self) -> None:
         """Apply pending migrations when auto_migrate is on (always for the embedded default)."""

@@ -13,6 +13,7 @@
 -- 3. mm_auto_snapshot: the archiver's policy, run by the lease holder: a snapshot of every session it
 --    reads that changed since its last snapshot and is idle (or has many unsnapshotted messages).
 -- 4. The queue exports a session's snapshots in order, even when one of them is retried.
+-- 5. mm_archive_metrics: the numbers of /metrics.
 
 -- 1. Every version of a decision ------------------------------------------------------------------
 
@@ -192,6 +193,39 @@ BEGIN
     RETURN n;
 END $$;
 
+-- 5. What /metrics shows of the archive: numbers only, no ids. The owner and the serve-http gateway
+--    (which reads no table) see every project; an archiver sees its own.
+CREATE FUNCTION mm_archive_metrics()
+RETURNS TABLE (pending bigint, running bigint, done bigint, failed bigint, oldest_pending_seconds float8,
+               unarchived_sessions bigint, unarchived_messages bigint, unarchived_oldest_seconds float8)
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    who text := mm_caller();
+    everything boolean := mm_is_owner(who)
+        OR (pg_catalog.to_regrole('mcp_memory_gateway') IS NOT NULL
+            AND pg_catalog.pg_has_role(who::name, 'mcp_memory_gateway'::name, 'MEMBER'::text));
+BEGIN
+    SELECT pg_catalog.count(*) FILTER (WHERE j.status = 'pending'), pg_catalog.count(*) FILTER (WHERE j.status = 'running'),
+           pg_catalog.count(*) FILTER (WHERE j.status = 'done'), pg_catalog.count(*) FILTER (WHERE j.status = 'failed'),
+           coalesce(pg_catalog.max(EXTRACT(epoch FROM pg_catalog.now() - j.created_at)::float8)
+                    FILTER (WHERE j.status IN ('pending', 'running')), 0)
+      INTO pending, running, done, failed, oldest_pending_seconds
+      FROM export_jobs j WHERE everything OR mm_may_read(j.project_id);
+    SELECT pg_catalog.count(*), coalesce(pg_catalog.sum(greatest(x.last_seq - x.archived, 0)), 0)::bigint,
+           coalesce(EXTRACT(epoch FROM pg_catalog.now() - pg_catalog.min(x.updated_at))::float8, 0)
+      INTO unarchived_sessions, unarchived_messages, unarchived_oldest_seconds
+      FROM (SELECT s.last_seq, s.updated_at, s.memory_changes,
+                   coalesce(d.up_to_seq, s.fork_seq, 0) AS archived, d.memory_changes AS archived_changes,
+                   d.up_to_seq IS NULL AS never
+            FROM sessions s
+            LEFT JOIN LATERAL (SELECT n.up_to_seq, n.memory_changes FROM snapshots n
+                               JOIN export_jobs j ON j.snapshot_id = n.snapshot_id AND j.status = 'done'
+                               WHERE n.session_id = s.session_id ORDER BY n.snapshot_id DESC LIMIT 1) d ON true
+            WHERE everything OR mm_may_read(s.project_id)) x
+     WHERE x.never OR x.last_seq > x.archived OR x.memory_changes > coalesce(x.archived_changes, -1);
+    RETURN NEXT;
+END $$;
+
 DO $$
 DECLARE
     f regprocedure;
@@ -201,7 +235,7 @@ BEGIN
         WHERE p.pronamespace = current_schema()::regnamespace
           AND p.proname IN ('mm_bump_memory', 'mm_record_decision_version', 'mm_context_changed',
                             'mm_session_meta_changed', 'mm_snapshot_memory', 'mm_auto_snapshot',
-                            'mm_archive_claim', 'mm_archive_unclaim')
+                            'mm_archive_claim', 'mm_archive_unclaim', 'mm_archive_metrics')
     LOOP
         EXECUTE format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f);
         EXECUTE format('ALTER FUNCTION %s SET search_path = pg_catalog, %I, pg_temp', f, current_schema());
@@ -209,11 +243,16 @@ BEGIN
     ALTER FUNCTION mm_auto_snapshot(float8, bigint, integer) SECURITY DEFINER;
     ALTER FUNCTION mm_archive_claim(text, float8, integer, timestamptz) SECURITY DEFINER;
     ALTER FUNCTION mm_archive_unclaim(bigint[]) SECURITY DEFINER;
+    ALTER FUNCTION mm_archive_metrics() SECURITY DEFINER;
     REVOKE ALL ON decision_versions FROM PUBLIC;
     IF to_regrole('mcp_memory_archiver') IS NULL THEN
         RETURN;
     END IF;
     GRANT SELECT ON decision_versions TO mcp_memory_archiver;
     GRANT EXECUTE ON FUNCTION mm_auto_snapshot(float8, bigint, integer), mm_archive_unclaim(bigint[]),
-        mm_archive_claim(text, float8, integer, timestamptz) TO mcp_memory_archiver;
+        mm_archive_claim(text, float8, integer, timestamptz), mm_archive_metrics() TO mcp_memory_archiver;
+    GRANT EXECUTE ON FUNCTION mm_archive_metrics() TO mcp_memory_ro, mcp_memory_rw;
+    IF to_regrole('mcp_memory_gateway') IS NOT NULL THEN
+        GRANT EXECUTE ON FUNCTION mm_archive_metrics() TO mcp_memory_gateway;
+    END IF;
 END $$;

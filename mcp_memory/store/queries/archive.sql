@@ -205,3 +205,8 @@ SELECT seq, append_id, payload, payload_hash, created_at, octet_length(payload::
 WHERE session_id = %(session_id)s AND seq > %(after_seq)s AND seq <= %(up_to_seq)s
 ORDER BY seq
 LIMIT %(limit)s;
+
+-- name: archive_metrics
+SELECT pending, running, done, failed, oldest_pending_seconds, unarchived_sessions, unarchived_messages,
+       unarchived_oldest_seconds
+FROM mm_archive_metrics();
