@@ -15,8 +15,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from .errors import McpMemoryError
+from .store.archive_store import ArchiveStore
 from .store.db import Database
-from .store.sql import q
 
 log = logging.getLogger(__name__)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -116,11 +116,11 @@ class Registry:
 
 def archive_samples(db: Database) -> list[Sample]:
     """The export queue and what is not archived yet (numbers only), as the caller's role sees them."""
-    with db.transaction() as conn, conn.cursor() as cur:
-        cur.execute(q("archive_metrics"))
-        row = cur.fetchone()
-    assert row is not None
-    pending, running, done, failed, oldest, sessions, messages, lag = row
+    with db.transaction() as conn:
+        row = ArchiveStore(conn).metrics()
+    pending, running, done, failed = (int(row.get(k) or 0) for k in ("pending", "running", "done", "failed"))
+    oldest, lag = float(row.get("oldest_pending_seconds") or 0), float(row.get("unarchived_oldest_seconds") or 0)
+    sessions, messages = int(row.get("unarchived_sessions") or 0), int(row.get("unarchived_messages") or 0)
     jobs = "export jobs by status"
     return [Sample("mcp_memory_database_up", "gauge", "1 when the database answered the scrape's queries", 1),
             *(Sample("mcp_memory_export_jobs", "gauge", jobs, float(n), (("status", status),))

@@ -5,6 +5,7 @@ on a standby's stale copy compares the remote's archive."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from dataclasses import replace
@@ -17,6 +18,7 @@ from mcp_memory.archive import export, gitrepo, layout, restore
 from mcp_memory.archive.daemon import Archiver, ArchiverOptions, AutoSnapshot
 from mcp_memory.archive.retry import RetryStrategy
 from mcp_memory.archive.verify import verify
+from mcp_memory.cli import main
 from mcp_memory.core.service import Service
 from mcp_memory.errors import Invalid, Unavailable
 from mcp_memory.store.archive_store import ArchiveStore
@@ -184,3 +186,16 @@ def test_behind_pgbouncer_the_archiver_needs_a_direct_dsn_and_keeps_its_lease_th
     finally:
         archiver.lock.release()
         db.close()
+
+
+def test_doctor_says_when_listen_cannot_hear_appends(settings, profile, tmp_path: Path, monkeypatch, capsys) -> None:
+    for key, value in profile.items():
+        monkeypatch.setenv(key, value)
+    config = tmp_path / "pooled.toml"
+    monkeypatch.setenv("MCP_MEMORY_CONFIG", str(config))
+    for extra, warned in (("", True), (f"direct_dsn = {json.dumps(settings.dsn)}\n", False)):
+        config.write_text("[database]\npgbouncer = true\n" + extra)
+        capsys.readouterr()
+        main(["--dsn", settings.dsn, "doctor", "--json"])
+        (listen,) = [c for c in json.loads(capsys.readouterr().out)["checks"] if c["name"] == "listen"]
+        assert listen["warning"] is warned and ("direct_dsn" in listen["detail"]), listen

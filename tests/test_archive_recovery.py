@@ -70,6 +70,10 @@ def test_restore_from_the_archive_alone_reproduces_a_database_with_unsnapshotted
     time.sleep(0.1)  # the policy's idle interval below
     repo = tmp_path / "archive"
     config = {"repo": str(repo), "auto_snapshot_idle_seconds": 0.05}
+    capsys.readouterr()
+    assert cli("archive", "status", "--json", config=config) == 0
+    backlog = json.loads(capsys.readouterr().out)["not_archived"]
+    assert (backlog["sessions"], backlog["messages"]) == (4, 15) and backlog["lag_seconds"] >= 0
     assert cli("archive", "--once", config=config) == 0
     out = capsys.readouterr().out  # a, b, empty, fork: each had unarchived work
     assert "exported 6 snapshot(s)" in out and "4 made by the automatic snapshot policy" in out and "0 failed" in out
@@ -91,6 +95,8 @@ def test_restore_from_the_archive_alone_reproduces_a_database_with_unsnapshotted
     # nothing changed since: the policy makes no snapshot, and verify finds everything equal
     assert cli("archive", "--once", config=config) == 0
     assert "exported 0 snapshot(s) (0 new line(s)) to" in capsys.readouterr().out
+    assert cli("archive", "status", config=config) == 0
+    assert "not archived yet: nothing" in capsys.readouterr().out
     assert verify(service.db, repo).ok
     # the restored database is as archived: a restore of it and the original compare equal
     restored = build(replace(settings, dsn=second_db))
@@ -179,3 +185,43 @@ def test_an_archiver_token_snapshots_its_projects_only_and_archives_private_deci
     # the versions table is the archiver's, not a way around visibility
     with connect_as(writer) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
         conn.execute("SELECT * FROM decision_versions")
+
+
+def test_crafted_decision_and_context_lines_are_listed_and_the_rest_restored(
+        service: Service, cli, tmp_path: Path, second_db: str, capsys) -> None:  # noqa: F811
+    ids = busy_database(service)
+    time.sleep(0.1)
+    repo = tmp_path / "archive"
+    assert cli("archive", "--once", config={"repo": str(repo), "auto_snapshot_idle_seconds": 0.05}) == 0
+    decisions = repo / layout.decisions_path(ids["b"])
+    good = json.loads(decisions.read_text().splitlines()[0])
+    crafted = [
+        "[1, 2]",  # not an object
+        json.dumps({**good, "version": "7"}),  # not an integer version
+        json.dumps({**good, "decision_id": "dec_../../etc"}),
+        json.dumps({**good, "decision_id": "dec_" + "a" * 32, "status": "bogus"}),  # the database refuses it
+        json.dumps({**good, "decision_id": "dec_" + "b" * 32, "session_id": ids["a"], "project_id": "elsewhere"}),
+        "[" * 100_000 + "]" * 100_000,  # nested beyond any parser's depth
+    ]
+    decisions.write_text(decisions.read_text() + "".join(line + "\n" for line in crafted))
+    context = repo / layout.context_path(ids["b"])
+    context.write_text(context.read_text() + json.dumps({"key": "k" * 300, "revision": 1, "value": 1}) + "\n")
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-qam", "crafted"],
+                   cwd=repo, check=True)
+    capsys.readouterr()
+    assert main(["--dsn", second_db, "restore", "--from-archive", str(repo), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    bad = {(b["file"], b["line"]): b["why"] for b in report["bad_lines"]}
+    base = len(decisions.read_text().splitlines()) - len(crafted)
+    path = layout.decisions_path(ids["b"])
+    assert "not a decision line" in bad[(path, base + 1)]
+    assert "version must be a positive integer" in bad[(path, base + 2)]
+    assert "decision_id must be dec_" in bad[(path, base + 3)]
+    assert "the database refused it" in bad[(path, base + 4)] and "status" in bad[(path, base + 4)]
+    assert "nested too deeply" in bad[(path, base + 6)]
+    assert "the database refused it" in bad[(layout.context_path(ids["b"]), 4)]
+    assert (report["sessions"], report["decision_versions"], report["context_revisions"]) == (4, 6, 5)
+    # the line naming another session and project is restored into the file's own session and project
+    moved = db_rows(second_db, "SELECT session_id, project_id FROM decisions WHERE decision_id = %s",
+                    "dec_" + "b" * 32)
+    assert moved == [(ids["b"], "proj")]

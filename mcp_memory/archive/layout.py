@@ -44,6 +44,9 @@ mcp-memory (PostgreSQL stays the runtime truth). It is written by one archiver a
   parent's file.
 - `sessions/<session_id>.meta.json` — the session's project, agent, title, meta and lineage
   (`parent_session_id`, `fork_seq`, `parent_snapshot_id`).
+- `decisions/<session_id>.jsonl` — every version of the decisions recorded in the session, one line
+  per version as it was written (status, supersedes links, visibility, author); appended only.
+- `context/<session_id>.jsonl` — every revision of the session's context keys; appended only.
 - One commit per snapshot, subject `snapshot <id>: <session_id> up to seq <n>`, whose body holds
   the snapshot's message and time; an annotated tag `snapshot-<id>` marks it.
 
@@ -55,7 +58,9 @@ mcp-memory (PostgreSQL stays the runtime truth). It is written by one archiver a
 `--from-archive` also takes the remote's URL or a bare repository (cloned to a temporary folder),
 and a clone without a local `main` (a remote whose HEAD names master) is read from `origin/main`.
 
-Sessions, messages (same append_ids and payloads), snapshots (same ids) and fork lineage come back.
+Sessions, messages (same append_ids and payloads), snapshots (same ids), fork lineage, decisions
+(every version) and context revisions come back. Snapshots are made automatically too (the
+archiver's automatic snapshot policy), so unsnapshotted work reaches this repository.
 `mcp-memory archive verify --repo PATH` compares an archive with a database.
 """
 

@@ -124,6 +124,10 @@ class ArchiveStore(Statements):
     def oldest_pending(self) -> dict[str, Any] | None:
         return self._one("archive_oldest_pending")
 
+    def metrics(self) -> dict[str, Any]:
+        """The numbers of /metrics and of status's backlog (mm_archive_metrics)."""
+        return self._one("archive_metrics") or {}
+
     def failed_jobs(self, limit: int = 100) -> list[dict[str, Any]]:
         return self._all("archive_failed_jobs", {"limit": limit})
 
