@@ -9,6 +9,7 @@ import bisect
 import logging
 import math
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -137,6 +138,22 @@ def archive_samples(db: Database) -> list[Sample]:
                    float(messages)),
             Sample("mcp_memory_archive_lag_seconds", "gauge", "export lag: age of the oldest last change of a "
                    "session not yet archived", float(lag))]
+
+
+def cached(collector: Callable[[], list[Sample]], seconds: float = 5.0) -> Callable[[], list[Sample]]:
+    """The collector's samples, asked at most every `seconds`: /metrics needs no token, so however
+    often it is scraped, the database answers the queue query at most that often."""
+    lock = threading.Lock()
+    last: list[Any] = [-math.inf, []]
+
+    def collect() -> list[Sample]:
+        with lock:
+            if time.monotonic() - last[0] >= seconds:
+                last[1] = collector()
+                last[0] = time.monotonic()
+            return list(last[1])
+
+    return collect
 
 
 def pool_samples(db: Database, name: str) -> list[Sample]:

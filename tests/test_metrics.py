@@ -106,9 +106,11 @@ def test_archiver_daemon_serves_metrics_on_its_port(service: Service, spawn, tmp
             samples = scrape(url)
         except OSError:
             return None
-        return samples if samples.get("mcp_memory_archiver_exported_total") == 2 else None
+        # the queue's numbers are asked at most every 5 s (metrics.cached): wait for both sides
+        done = samples.get('mcp_memory_export_jobs{status="done"}') == 2
+        return samples if samples.get("mcp_memory_archiver_exported_total") == 2 and done else None
 
-    samples = wait_until(exported, timeout=30)
+    samples = wait_until(exported, timeout=40)
     assert isinstance(samples, dict)
     assert samples["mcp_memory_archiver_leader"] == 1
     assert samples["mcp_memory_export_queue_depth"] == 0 and samples['mcp_memory_export_jobs{status="done"}'] == 2

@@ -129,14 +129,14 @@ def _run(db: Database, settings: Settings, args: argparse.Namespace) -> int:
 
 def _metrics_server(db: Database, archiver: Archiver, args: argparse.Namespace) -> MetricsServer | None:
     from ..errors import Invalid
-    from ..metrics import MetricsServer, Registry, archive_samples, pool_samples
+    from ..metrics import MetricsServer, Registry, archive_samples, cached, pool_samples
 
     if args.metrics_port is None:
         return None
     if not 0 <= args.metrics_port <= 65535:
         raise Invalid(f"--metrics-port must be 0 to 65535, got {args.metrics_port}")
     metrics = Registry()
-    metrics.collect(lambda: archive_samples(db))
+    metrics.collect(cached(lambda: archive_samples(db)))
     metrics.collect(lambda: pool_samples(db, "archiver"))
     metrics.collect(archiver.metric_samples)
     try:

@@ -13,7 +13,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..metrics import CONTENT_TYPE, Registry, Sample, archive_samples, pool_samples
+from ..metrics import CONTENT_TYPE, Registry, Sample, archive_samples, cached, pool_samples
 from .auth import TokenRegistry
 
 REQUESTS = "mcp_memory_http_requests_total"
@@ -23,7 +23,7 @@ LATENCY = "mcp_memory_http_request_seconds"
 def registry_for(tokens: TokenRegistry) -> Registry:
     metrics = Registry()
     shared = tokens.shared
-    metrics.collect(lambda: archive_samples(shared.db))
+    metrics.collect(cached(lambda: archive_samples(shared.db)))
     metrics.collect(lambda: pool_samples(shared.db, "http"))
     metrics.collect(lambda: _wait_samples(tokens))
     return metrics

@@ -38,6 +38,9 @@ $$;
 CREATE FUNCTION mm_record_decision_version() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
+    IF TG_OP = 'UPDATE' AND (pg_catalog.to_jsonb(OLD) - 'tsv'::text) = (pg_catalog.to_jsonb(NEW) - 'tsv'::text) THEN
+        RETURN NULL;  -- only the search vector changed (a reindex): no new version, nothing to archive
+    END IF;
     INSERT INTO decision_versions (session_id, decision_id, version, project_id, row)
     VALUES (NEW.session_id, NEW.decision_id, NEW.version, NEW.project_id, pg_catalog.to_jsonb(NEW) - 'tsv'::text)
     ON CONFLICT (session_id, decision_id, version) DO UPDATE SET row = excluded.row, recorded_at = excluded.recorded_at;
@@ -120,7 +123,8 @@ BEGIN
                OR x.memory_changes > coalesce(last.memory_changes, -1))
           AND ((p_idle_seconds IS NOT NULL AND x.updated_at <= pg_catalog.now()
                                                                - pg_catalog.make_interval(secs => p_idle_seconds))
-               OR (coalesce(p_every_messages, 0) > 0 AND x.last_seq - coalesce(last.up_to_seq, 0) >= p_every_messages))
+               OR (coalesce(p_every_messages, 0) > 0
+                   AND x.last_seq - coalesce(last.up_to_seq, x.fork_seq, 0) >= p_every_messages))
         ORDER BY x.updated_at
         LIMIT p_limit
         FOR UPDATE OF x SKIP LOCKED
