@@ -23,10 +23,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import psycopg
+
 from ..config import Settings
 from ..errors import Invalid, McpMemoryError, Unavailable
 from ..metrics import Sample
-from ..store.archive_store import ArchiveStore, ClaimedJob, LeaderLock, Listener
+from ..store.archive_store import ArchiveStore, ClaimedJob, LeaderLock, Listener, PooledConnection
 from ..store.db import Database, translate_errors
 from . import export, gitrepo, layout
 from .retry import RetryStrategy
@@ -148,6 +150,7 @@ class Archiver:
         """`once`: take the lock (waiting up to lock_wait), drain the due jobs, return. Otherwise run
         until stop() (SIGTERM/SIGINT): standby while another archiver is active, then the loop."""
         deadline = time.monotonic() + self.options.lock_wait
+        self._check_direct()
         if once:
             with self.db.transaction() as conn:
                 self._due_before = ArchiveStore(conn).now()
@@ -179,6 +182,19 @@ class Archiver:
         finally:
             self._shutdown()
         return self.summary
+
+    def _check_direct(self) -> None:
+        """Before anything else: the lease's connection must reach PostgreSQL itself, not a pooler
+        (PooledConnection says what to configure). A database that is away now is the loop's
+        business: it retries."""
+        try:
+            self.lock.connect()
+        except PooledConnection:
+            self.lock.release()
+            raise
+        except (McpMemoryError, psycopg.Error) as exc:
+            log.warning("archiver: %s", exc)
+            self.lock.release()
 
     def metric_samples(self) -> list[Sample]:
         """This archiver's own numbers for /metrics (archive --daemon --metrics-port)."""

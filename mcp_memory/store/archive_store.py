@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from ..errors import McpMemoryError, Unavailable
+from ..errors import Invalid, McpMemoryError, Unavailable
 from .db import Database, translate_errors
 from .sql import Statements, q, scalar
 
@@ -237,6 +237,23 @@ class ArchiveStore(Statements):
         self.conn.execute(q("restore_reset_identity"))
 
 
+class PooledConnection(Invalid):
+    """A connection that must stay on one server backend goes through a pooler."""
+
+
+def refuse_pooled(conn: psycopg.Connection, what: str) -> None:
+    """Raise PooledConnection when `conn` reaches PostgreSQL through a pooler. A server tells each
+    client its process id at login; PgBouncer hands out a key of its own instead, so the pid the
+    client was told differs from the backend that answers."""
+    with translate_errors():
+        answered = scalar(conn, q("archive_backend_pid"), what="archive_backend_pid")
+    if conn.info.backend_pid != answered:
+        raise PooledConnection(
+            f"{what} must stay on one PostgreSQL connection, but this DSN goes through a connection pooler "
+            "(PgBouncer): its session would move between server connections and hold the lease for nobody. "
+            "Set [database] direct_dsn to a DSN that reaches PostgreSQL directly (and pgbouncer = true)")
+
+
 class LeaderLock:
     """The single writer's lease (migration 0014) on its own direct connection: the lease names this
     connection's backend, so losing the connection loses the lease (the standby sees the backend gone
@@ -261,13 +278,23 @@ class LeaderLock:
             return bool(scalar(self.conn, q("archive_try_lock"), {"worker": self.worker, "lease": self.lease},
                                what="archive_try_lock"))
 
+    def connect(self) -> psycopg.Connection:
+        """The lease's own connection (opened when missing); PooledConnection when it goes through
+        a pooler, where the lease could not stay on it."""
+        if self.conn is None or self.conn.closed:
+            self.owned = False
+            self.conn = self.db.connect(autocommit=True, keepalives=1, keepalives_idle=5,
+                                        keepalives_interval=2, keepalives_count=3)
+            refuse_pooled(self.conn, "the archiver's lease")
+        return self.conn
+
     def try_acquire(self) -> bool:
         try:
-            if self.conn is None or self.conn.closed:
-                self.owned = False
-                self.conn = self.db.connect(autocommit=True, keepalives=1, keepalives_idle=5,
-                                            keepalives_interval=2, keepalives_count=3)
+            self.connect()
             got = self._ask()
+        except PooledConnection:
+            self.release()
+            raise
         except (McpMemoryError, psycopg.Error) as exc:
             log.warning("archiver lock: %s", exc)
             self.release()

@@ -84,11 +84,14 @@ class Database:
 
     def _timeout_options(self) -> dict[str, object]:
         """Server-side limits of every pooled call: `statement_timeout` and `lock_timeout` (PgBouncer
-        does not pass startup options: there they are the pool's own settings)."""
+        does not pass startup options: there each transaction sets them, SET LOCAL)."""
         if self.settings.pgbouncer:
             return {}
         ms = [int(self.settings.statement_timeout * 1000), int(self.settings.lock_timeout * 1000)]
         return {"options": f"-c statement_timeout={ms[0]} -c lock_timeout={ms[1]}"}
+
+    def _timeout_settings(self) -> tuple[str, str]:
+        return (f"{int(self.settings.statement_timeout * 1000)}ms", f"{int(self.settings.lock_timeout * 1000)}ms")
 
     def pool(self) -> ConnectionPool:
         with self._lock:
@@ -159,6 +162,10 @@ class Database:
             with translate_errors(), self.pool().connection() as conn:
                 if bounded:
                     armed = WATCHDOG.arm(conn, self.settings.call_timeout)
+                    if self.settings.pgbouncer:
+                        # PgBouncer passes no startup options: the limits are set per transaction
+                        conn.execute("SELECT set_config('statement_timeout', %s, true), "
+                                     "set_config('lock_timeout', %s, true)", self._timeout_settings())
                 else:
                     conn.execute("SET LOCAL statement_timeout = 0")
                     conn.execute("SET LOCAL lock_timeout = 0")
