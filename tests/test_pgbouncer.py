@@ -13,6 +13,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from mcp_memory.archive.daemon import Archiver, ArchiverOptions, AutoSnapshot
 from mcp_memory.core.service import Service
 from mcp_memory.errors import Invalid
 from mcp_memory.store.db import Database
+from mcp_memory.wiring import build
 
 PGBOUNCER = shutil.which("pgbouncer") or ("/usr/sbin/pgbouncer" if os.access("/usr/sbin/pgbouncer", os.X_OK) else None)
 
@@ -141,3 +143,24 @@ def test_behind_pgbouncer_each_transaction_sets_its_timeouts(settings, pooled_ds
             assert raw.execute("SHOW statement_timeout").fetchone() == ("0",)
     finally:
         db.close()
+
+
+def test_a_wait_behind_pgbouncer_without_direct_dsn_polls_instead_of_sleeping_out_its_timeout(
+        service: Service, settings, pooled_dsn: str) -> None:
+    sid = service.create_session("proj").session_id
+    service.append_messages(sid, messages(1))
+    host = build(replace(settings, dsn=pooled_dsn, pgbouncer=True, auto_migrate=False, pool_min=0, pool_max=2),
+                 application_name="host@pgbouncer")
+    try:
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            started = time.monotonic()
+            waiting = pool.submit(host.read_session, sid, after_seq=1, wait_seconds=30)
+            time.sleep(1.0)
+            service.append_messages(sid, messages(1, "new"))
+            page = waiting.result(timeout=40)
+            elapsed = time.monotonic() - started
+        assert [m.seq for m in page.messages] == [2]
+        assert elapsed < 15, f"the wait took {elapsed:.1f}s of its 30"  # it polled (every 0.5 s)
+        assert host.appends.listener.poll_seconds == 0.5
+    finally:
+        host.db.close()

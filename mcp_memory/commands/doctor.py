@@ -86,14 +86,14 @@ def _capture_check(settings: Settings) -> Check:
 
 def _pooler_check(settings: Settings) -> Check:
     """Behind PgBouncer (transaction mode), a LISTEN on a pooled connection hears nothing: live tail and
-    read_session waits then wait out their timeout, and the archiver refuses to start."""
+    read_session waits then poll, and the archiver refuses to start."""
     if not settings.pgbouncer:
         return Check("listen", True, "direct connection: live tail and waits wake on appends")
     if settings.direct_dsn:
         return Check("listen", True, "behind PgBouncer; LISTEN and the archiver's lease use [database] direct_dsn")
     return Check("listen", True, "behind PgBouncer without [database] direct_dsn: live tail and read_session waits "
-                 "cannot hear appends (they wait out their timeout) and the archiver refuses to start — set "
-                 "direct_dsn to a DSN that reaches PostgreSQL directly", warning=True)
+                 "cannot hear appends (they read again every 0.5 s instead) and the archiver refuses to start — "
+                 "set direct_dsn to a DSN that reaches PostgreSQL directly", warning=True)
 
 
 def _config_check(settings: Settings) -> Check:

@@ -48,5 +48,7 @@ def read_or_wait(waiter: AppendWaiter, session_id: str, read: Callable[[], Page]
             remaining = deadline - time.monotonic()
             if page.messages or remaining <= 0:
                 return page
-            appended.wait(remaining)
+            # behind a pooler nothing wakes us (the listener polls): read again every poll_seconds
+            poll = waiter.listener.poll_seconds
+            appended.wait(remaining if poll is None else min(remaining, poll))
             appended.clear()

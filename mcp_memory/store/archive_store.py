@@ -14,7 +14,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from ..errors import Invalid, McpMemoryError, Unavailable
-from .db import Database, translate_errors
+from .db import Database, through_pooler, translate_errors
 from .sql import Statements, q, scalar
 
 log = logging.getLogger(__name__)
@@ -242,12 +242,8 @@ class PooledConnection(Invalid):
 
 
 def refuse_pooled(conn: psycopg.Connection, what: str) -> None:
-    """Raise PooledConnection when `conn` reaches PostgreSQL through a pooler. A server tells each
-    client its process id at login; PgBouncer hands out a key of its own instead, so the pid the
-    client was told differs from the backend that answers."""
-    with translate_errors():
-        answered = scalar(conn, q("archive_backend_pid"), what="archive_backend_pid")
-    if conn.info.backend_pid != answered:
+    """Raise PooledConnection when `conn` reaches PostgreSQL through a pooler (db.through_pooler)."""
+    if through_pooler(conn):
         raise PooledConnection(
             f"{what} must stay on one PostgreSQL connection, but this DSN goes through a connection pooler "
             "(PgBouncer): its session would move between server connections and hold the lease for nobody. "

@@ -209,6 +209,15 @@ class Database:
             pool.close()
 
 
+def through_pooler(conn: psycopg.Connection) -> bool:
+    """True when `conn` reaches PostgreSQL through a pooler: a server names its backend's process id
+    to the client at login, PgBouncer hands out a key of its own, so the backend that answers is
+    not the one named."""
+    with translate_errors():
+        row = conn.execute("SELECT pg_backend_pid()").fetchone()
+    return row is None or conn.info.backend_pid != row[0]
+
+
 IDLE_CHECK_SECONDS = 1.0
 CHECK_SECONDS = 2.0
 _last_used: weakref.WeakKeyDictionary[psycopg.Connection, float] = weakref.WeakKeyDictionary()

@@ -210,7 +210,3 @@ LIMIT %(limit)s;
 SELECT pending, running, done, failed, oldest_pending_seconds, unarchived_sessions, unarchived_messages,
        unarchived_oldest_seconds
 FROM mm_archive_metrics();
-
--- name: archive_backend_pid
--- The backend that answers (compared with the pid the server gave at login: a pooler gives its own).
-SELECT pg_backend_pid();
