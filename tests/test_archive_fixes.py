@@ -127,12 +127,14 @@ def test_a_snapshot_retried_after_a_later_one_gets_its_exact_tree_and_repair_fix
         info = export.snapshot_info(ArchiveStore(conn).export_snapshot(n))
     wrong = gitrepo.commit(repo, [], layout.commit_message(info))
     gitrepo.tag(repo, layout.tag_name(n), wrong, layout.subject(n, sid, 3) + "\n")
+    gitrepo.push(repo, timeout=60)  # the remote has the wrong tag as well
     broken = verify(service.db, repo, fetch=False)
     assert any(f"tag {layout.tag_name(n)}: its tree holds lines up to seq 5, beyond the snapshot's seq 3" in d
                for d in broken.differences), broken.differences
     repaired = verify(service.db, repo, repair=True, fetch=False)
     assert repaired.ok and len(repaired.repaired) == 1, (repaired.differences, repaired.repaired)
     assert len(git(repo, "show", f"{layout.tag_name(n)}:{layout.session_path(sid)}").splitlines()) == 3
+    assert verify(service.db, repo).ok  # verify's fetch never puts the remote's old tag back on the leader
     gitrepo.push(repo, timeout=60)  # the repaired tag reaches the remote too
     assert git(remote, "rev-parse", f"{layout.tag_name(n)}^{{commit}}").strip() == \
         git(repo, "rev-parse", f"{layout.tag_name(n)}^{{commit}}").strip()

@@ -225,3 +225,37 @@ def test_crafted_decision_and_context_lines_are_listed_and_the_rest_restored(
     moved = db_rows(second_db, "SELECT session_id, project_id FROM decisions WHERE decision_id = %s",
                     "dec_" + "b" * 32)
     assert moved == [(ids["b"], "proj")]
+
+
+def test_after_upgrading_only_sessions_with_decisions_or_context_are_snapshotted_again(empty_db: str) -> None:
+    """Schema 14 with two sessions, both snapshotted and exported, one of them with a decision and a
+    context value: after 0016 the policy snapshots that one (its decision and context reach git) and
+    leaves the other alone — no snapshot wave after an upgrade."""
+    from mcp_memory.store import migrate
+
+    plain, memory = "ses_00000000-0000-4000-8000-0000000000a1", "ses_00000000-0000-4000-8000-0000000000a2"
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        conn.execute(migrate._BOOTSTRAP)
+        for m in migrate.available():
+            if m.version >= 16:
+                break
+            with conn.transaction():
+                conn.execute(m.sql)
+                conn.execute("INSERT INTO schema_migrations (version, name, checksum) VALUES (%s, %s, %s)",
+                             (m.version, m.name, m.checksum))
+        for sid in (plain, memory):
+            conn.execute("INSERT INTO sessions (session_id, project_id, last_seq, updated_at) "
+                         "VALUES (%s, 'old', 0, now() - interval '1 hour')", (sid,))
+            conn.execute("INSERT INTO snapshots (session_id, project_id, up_to_seq) VALUES (%s, 'old', 0)", (sid,))
+        conn.execute("INSERT INTO decisions (session_id, decision_id, project_id, decision_type, summary) "
+                     "VALUES (%s, %s, 'old', 'plan', 'kept from before')", (memory, "dec_" + "c" * 32))
+        conn.execute("INSERT INTO session_context (session_id, key, revision, project_id, value) "
+                     "VALUES (%s, 'k', 1, 'old', '1')", (memory,))
+    migrate.migrate(empty_db)
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        assert conn.execute("SELECT mm_archive_acquire('upgrade-test', 60)").fetchone() == (True,)
+        made = conn.execute("SELECT session_id FROM mm_auto_snapshot(60, 0, 100)").fetchall()
+        assert made == [(memory,)]
+        versions = conn.execute("SELECT decision_id, version FROM decision_versions").fetchall()
+        assert versions == [("dec_" + "c" * 32, 1)]
+        assert conn.execute("SELECT * FROM mm_auto_snapshot(60, 0, 100)").fetchall() == []  # nothing left

@@ -71,19 +71,25 @@ def verify(db: Database, repo: Path, *, repair: bool = False, fetch: bool = True
 
 
 def latest(repo: Path, rev: str) -> str:
-    """`rev`, or the remote's main when this copy is behind it (fetched now, with the snapshot tags)."""
+    """`rev`, or the remote's main when this copy is behind it. Only a copy that is behind (a
+    standby's) takes the remote's snapshot tags too: the active archiver's own tags (one just moved
+    by --repair and not pushed yet) are never replaced by the remote's."""
     if not gitrepo.has_remote(repo):
         return rev
     try:
         gitrepo.git(repo, "fetch", "-q", gitrepo.REMOTE,
                     f"+refs/heads/{layout.BRANCH}:refs/remotes/{gitrepo.REMOTE}/{layout.BRANCH}",
-                    "+refs/tags/snapshot-*:refs/tags/snapshot-*", timeout=FETCH_TIMEOUT)
+                    timeout=FETCH_TIMEOUT)
+        remote = gitrepo.git(repo, "rev-parse", "-q", "--verify",
+                             f"refs/remotes/{gitrepo.REMOTE}/{layout.BRANCH}", check=False).strip()
+        if not remote or remote == rev or not gitrepo.is_ancestor(repo, rev, remote):
+            return rev
+        gitrepo.git(repo, "fetch", "-q", gitrepo.REMOTE, "+refs/tags/snapshot-*:refs/tags/snapshot-*",
+                    timeout=FETCH_TIMEOUT)
     except gitrepo.GitError as exc:
         log.warning("archive verify: cannot fetch the remote (%s); verifying the local copy", exc)
         return rev
-    remote = gitrepo.git(repo, "rev-parse", "-q", "--verify", f"refs/remotes/{gitrepo.REMOTE}/{layout.BRANCH}",
-                         check=False).strip()
-    return remote if remote and gitrepo.is_ancestor(repo, rev, remote) else rev
+    return remote
 
 
 def _verify(db: Database, repo: Path, rev: str, *, repair: bool) -> VerifyReport:

@@ -84,6 +84,9 @@ CREATE TRIGGER snapshots_memory BEFORE INSERT ON snapshots
 -- The decisions of today: their current version (earlier ones were not kept before this migration).
 INSERT INTO decision_versions (session_id, decision_id, version, project_id, row)
 SELECT d.session_id, d.decision_id, d.version, d.project_id, pg_catalog.to_jsonb(d) - 'tsv'::text FROM decisions d;
+-- Snapshots taken before carried no decisions or context: a session that has some is changed since
+-- (its next automatic snapshot archives them); one without is not (no snapshot wave after upgrading).
+UPDATE snapshots SET memory_changes = 0;
 UPDATE sessions s SET memory_changes = 1
 WHERE EXISTS (SELECT 1 FROM decisions d WHERE d.session_id = s.session_id)
    OR EXISTS (SELECT 1 FROM session_context c WHERE c.session_id = s.session_id);
