@@ -58,7 +58,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                         "its seq (written by earlier versions); the archiver's next push publishes the tags")
 
     restore = sub.add_parser(
-        "restore", help="rebuild sessions, messages, snapshots and lineage from a git archive",
+        "restore", help="rebuild sessions, messages, snapshots, lineage, decisions (every version) and context "
+        "from a git archive",
         description="Every valid session is restored; a bad line (edited, out of order, unreadable) ends its "
         "session there and is listed as file:line with the reason; the exit code is then 1. "
         "Example: mcp-memory --dsn postgresql://…/new_db restore --from-archive ~/mcp-archive")
