@@ -67,7 +67,11 @@ def test_serve_http_metrics_as_owner_and_through_a_gateway(service: Service, set
             with Server(create_app(registry, HttpOptions(rate_limit=0))) as server:
                 assert server.call("GET", "/v1/sessions", token=token).status == 200
                 assert server.call("GET", "/v1/sessions/ses_missing", token=token).status == 404
+                for method in ("BREW", "PROPFIND"):  # crafted methods add no series of their own
+                    server.call(method, "/v1/sessions", token=token)
                 samples = scrape(server.url)
+            assert not any("BREW" in name or "PROPFIND" in name for name in samples)
+            assert samples['mcp_memory_http_requests_total{method="other",route="/v1/sessions",status="405"}'] == 2
             assert samples['mcp_memory_export_jobs{status="pending"}'] == 2
             assert samples["mcp_memory_export_queue_depth"] == 2 and samples["mcp_memory_export_failed_jobs"] == 0
             assert samples["mcp_memory_export_oldest_pending_seconds"] >= 0

@@ -18,6 +18,7 @@ from .auth import TokenRegistry
 
 REQUESTS = "mcp_memory_http_requests_total"
 LATENCY = "mcp_memory_http_request_seconds"
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
 
 def registry_for(tokens: TokenRegistry) -> Registry:
@@ -67,15 +68,20 @@ class Measured:
         try:
             await self.app(scope, receive, sending)
         finally:
-            labels = (("method", str(scope.get("method", ""))), ("route", self._route(scope)))
+            method = str(scope.get("method", ""))
+            # a client chooses the method: an unknown one is "other", so no client can add series
+            labels = (("method", method if method in METHODS else "other"), ("route", self._route(scope)))
             self.metrics.counter(REQUESTS, "HTTP requests by method, route and status",
                                  (*labels, ("status", str(status))))
             self.metrics.observe(LATENCY, "HTTP request latency in seconds by method and route",
                                  time.perf_counter() - started, labels)
 
     def _route(self, scope: Scope) -> str:
+        partial = None
         for route in self.routes:
             match, _ = route.matches(scope)
             if match == Match.FULL:
                 return str(getattr(route, "path", "other")) or "other"
-        return "other"
+            if match == Match.PARTIAL and partial is None:  # the path, another method (405)
+                partial = str(getattr(route, "path", "other")) or "other"
+        return partial or "other"
