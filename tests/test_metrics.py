@@ -6,11 +6,13 @@ from __future__ import annotations
 import re
 import signal
 import socket
+import urllib.error
 import urllib.request
 import uuid
 from pathlib import Path
 
 import psycopg
+import pytest
 from psycopg import sql
 from test_archive import messages
 from test_archive_daemon import archiver_env, spawn, wait_until  # noqa: F401
@@ -87,6 +89,12 @@ def test_serve_http_metrics_as_owner_and_through_a_gateway(service: Service, set
             assert samples['mcp_memory_pool_connections{pool="http",state="in_use"}'] >= 0
             assert samples['mcp_memory_pool_max{pool="http"}'] == 8
             assert samples["mcp_memory_http_waiting_reads"] == 0
+        registry = TokenRegistry(settings, owner_db.dsn(), lambda s: build(s, application_name="mcp-memory metrics"),
+                                 recheck_seconds=0)
+        with Server(create_app(registry, HttpOptions(rate_limit=0, metrics=False))) as server:
+            with pytest.raises(urllib.error.HTTPError) as off:
+                scrape(server.url)
+            assert off.value.code == 404
     finally:
         with psycopg.connect(admin_dsn, autocommit=True) as conn:
             conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", (gateway.role,))

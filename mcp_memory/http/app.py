@@ -45,6 +45,7 @@ class HttpOptions:
     host: str = "127.0.0.1"
     trusted_proxies: tuple[Network, ...] = ()  # X-Forwarded-For is believed only from these
     max_waits: int = 256  # long-poll reads (wait_seconds) waiting at once, on threads of their own
+    metrics: bool = True  # GET /metrics (Prometheus text format, no token: numbers only)
 
 
 ADDRESS_SHARE = 4  # an address may fail this many (address, role) budgets in all before it is slowed down
@@ -206,8 +207,9 @@ def create_app(registry: TokenRegistry, options: HttpOptions | None = None) -> S
     mcp = McpMount(gate, host=options.host, max_body_bytes=options.max_body_bytes)
     metrics = observe.registry_for(registry)
     routes = [Route("/openapi.json", _openapi, methods=["GET"]), Route("/healthz", _healthz, methods=["GET"]),
-              Route("/metrics", observe.endpoint(metrics), methods=["GET"]),
               Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]), Mount("/ui", create_ui(gate))]
+    if options.metrics:
+        routes.append(Route("/metrics", observe.endpoint(metrics), methods=["GET"]))
     waits = _WaitLimiter(options.max_waits)
     for endpoint in ENDPOINTS:
         routes.append(Route(endpoint.path, _handler(gate, endpoint, options, waits), methods=list(endpoint.methods),

@@ -53,6 +53,10 @@ def http_options(settings: Settings, host: str) -> HttpOptions:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
             raise ConfigError(f"config: http.{key} must be a number ≥ 0, got {value!r}")
         values[key] = kind(value)
+    metrics = section.get("metrics", defaults.metrics)
+    if not isinstance(metrics, bool):
+        raise ConfigError(f"config: http.metrics must be true or false, got {metrics!r}")
+    values["metrics"] = metrics
     proxies = section.get("trusted_proxies", [])
     if not isinstance(proxies, list):
         raise ConfigError(f"config: http.trusted_proxies must be a list of addresses or CIDR networks, got {proxies!r}")
