@@ -153,7 +153,8 @@ def _restore_memory(store: ArchiveStore, conn: psycopg.Connection, reader: BlobR
     for number, row in decisions:
         first = row["decision_id"] not in first_seen
         first_seen.add(row["decision_id"])
-        alternatives = row.get("alternatives") if isinstance(row.get("alternatives"), list) else []
+        listed = row.get("alternatives")
+        alternatives: list[Any] = listed if isinstance(listed, list) else []
         text = decision_text(str(row.get("decision_type") or ""), str(row.get("summary") or ""),
                              row.get("rationale") if isinstance(row.get("rationale"), str) else None,
                              [a for a in alternatives if isinstance(a, dict) and "option" in a])

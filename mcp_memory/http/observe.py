@@ -5,7 +5,7 @@ export queue (mm_archive_metrics: numbers only, which the gateway login may ask)
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -38,7 +38,7 @@ def _wait_samples(tokens: TokenRegistry) -> Iterable[Sample]:
                  "server process while anybody waits)", float(listener.connected()))
 
 
-def endpoint(metrics: Registry):  # type: ignore[no-untyped-def]
+def endpoint(metrics: Registry) -> Callable[[Request], Awaitable[Response]]:
     async def scrape(request: Request) -> Response:
         return Response(await run_in_threadpool(metrics.render), media_type=CONTENT_TYPE)
 
