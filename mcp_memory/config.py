@@ -47,6 +47,7 @@ class Settings:
     archive: dict[str, Any] = field(default_factory=dict)
     embedded_as_root: bool = False  # start the embedded server when running as root (explicit opt-in)
     pgbouncer: bool = False  # [database] pgbouncer: no prepared statements (transaction pooling)
+    direct_dsn: str | None = None  # [database] direct_dsn: LISTEN and session-level locks bypass the pooler
     raw: dict[str, Any] = field(default_factory=dict)  # whole config file, for later sections
     embeddings: dict[str, Any] = field(default_factory=dict)  # [embeddings]: semantic search provider
     embeddings_key: str | None = None  # API key of the embedding service (env), never logged
@@ -123,12 +124,22 @@ def load_settings(*, dsn: str | None = None, environ: Mapping[str, str] | None =
         password=environ.get("MCP_MEMORY_PASSWORD") or None,
         archive=_section(raw, "archive"),
         pgbouncer=_bool(database, "pgbouncer", False),
+        direct_dsn=_direct_dsn(database),
         embedded_as_root=environ.get("MCP_MEMORY_EMBEDDED_AS_ROOT", "") in ("1", "true", "yes")
         or _bool(database, "embedded_as_root", False),
         raw=raw,
         embeddings=_section(raw, "embeddings"),
         embeddings_key=environ.get("MCP_MEMORY_EMBEDDINGS_KEY") or None,
     )
+
+
+def _direct_dsn(database: dict[str, Any]) -> str | None:
+    value = database.get("direct_dsn")
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise ConfigError(f"config: database.direct_dsn must be a DSN string, got {type(value).__name__}")
+    return value
 
 
 def _config_path(environ: Mapping[str, str], config_dir: Path) -> Path | None:

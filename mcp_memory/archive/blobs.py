@@ -66,10 +66,12 @@ class BlobReader:
             proc.stdout.read(1)  # the newline after each object
 
 
-def commit_messages(repo: Path, rev: str, *, max_bytes: int) -> Iterator[bytes | TooLong]:
-    """The full message of every commit reachable from `rev`, oldest first, streamed from one `git log`
-    (TooLong for a message over `max_bytes`): a long history never sits in memory."""
-    proc = subprocess.Popen(["git", "log", "--reverse", "--format=%B%x00", rev, "--"], cwd=repo,
+def commit_messages(repo: Path, rev: str, *, max_bytes: int, tags: str | None = None) -> Iterator[bytes | TooLong]:
+    """The full message of every commit reachable from `rev` (and, with `tags`, from the tags matching
+    that pattern), oldest first, streamed from one `git log` (TooLong for a message over `max_bytes`):
+    a long history never sits in memory."""
+    tagged = [f"--tags={tags}"] if tags else []
+    proc = subprocess.Popen(["git", "log", "--reverse", "--format=%B%x00", rev, *tagged, "--"], cwd=repo,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={**os.environ, **_ENV})
     assert proc.stdout is not None
     try:

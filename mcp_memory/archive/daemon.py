@@ -23,14 +23,18 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import psycopg
+
 from ..config import Settings
 from ..errors import Invalid, McpMemoryError, Unavailable
-from ..store.archive_store import ArchiveStore, ClaimedJob, LeaderLock, Listener
+from ..metrics import Sample
+from ..store.archive_store import ArchiveStore, ClaimedJob, LeaderLock, Listener, PooledConnection
 from ..store.db import Database, translate_errors
 from . import export, gitrepo, layout
 from .retry import RetryStrategy
 
 log = logging.getLogger(__name__)
+PROGRESS_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,7 @@ class ArchiverOptions:
     batch: int = 50  # jobs per claim (one push per batch)
     push_timeout: float = 60.0
     retry: RetryStrategy = field(default_factory=RetryStrategy)
+    auto: AutoSnapshot = field(default_factory=lambda: AutoSnapshot())
 
     @classmethod
     def resolve(cls, settings: Settings, *, repo: str | None = None, remote: str | None = None) -> ArchiverOptions:
@@ -64,14 +69,50 @@ class ArchiverOptions:
                 batch=int(section.get("batch", cls.batch)),
                 push_timeout=float(section.get("push_timeout", cls.push_timeout)),
                 retry=RetryStrategy.from_config(section),
+                auto=AutoSnapshot.from_config(section),
             )
         except (TypeError, ValueError) as exc:
             raise Invalid(f"config [archive]: {exc}") from None
 
 
+@dataclass(frozen=True)
+class AutoSnapshot:
+    """The automatic snapshot policy (`[archive]` auto_snapshot…): every `interval` seconds the active
+    archiver snapshots each session of its projects that changed since its last snapshot (messages,
+    meta, decisions, context) and is idle for `idle_seconds`, or holds `every_messages` messages beyond
+    its last snapshot, so unsnapshotted work reaches git. 0 turns a rule off."""
+
+    enabled: bool = True
+    idle_seconds: float = 600.0
+    every_messages: int = 500
+    interval: float = 60.0
+    batch: int = 200
+
+    @classmethod
+    def from_config(cls, section: dict[str, Any]) -> AutoSnapshot:
+        enabled = section.get("auto_snapshot", cls.enabled)
+        if not isinstance(enabled, bool):
+            raise ValueError("auto_snapshot must be true or false")
+        policy = cls(enabled=enabled,
+                     idle_seconds=float(section.get("auto_snapshot_idle_seconds", cls.idle_seconds)),
+                     every_messages=int(section.get("auto_snapshot_every_messages", cls.every_messages)),
+                     interval=float(section.get("auto_snapshot_interval", cls.interval)),
+                     batch=int(section.get("auto_snapshot_batch", cls.batch)))
+        if policy.idle_seconds < 0 or policy.every_messages < 0 or policy.interval <= 0 \
+                or not 1 <= policy.batch <= 10000:
+            raise ValueError("auto_snapshot_idle_seconds and auto_snapshot_every_messages must be ≥ 0 (0: off), "
+                             "auto_snapshot_interval > 0 and auto_snapshot_batch 1 to 10000")
+        return policy
+
+    @property
+    def active(self) -> bool:
+        return self.enabled and (self.idle_seconds > 0 or self.every_messages > 0)
+
+
 @dataclass
 class RunSummary:
     exported: int = 0
+    auto_snapshots: int = 0
     lines: int = 0
     done: int = 0
     retrying: int = 0
@@ -87,6 +128,10 @@ class Archiver:
     def __init__(self, db: Database, options: ArchiverOptions, *, crash_at: str | None = None) -> None:
         if crash_at is not None and crash_at not in export.CRASH_POINTS:
             raise Invalid(f"--crash-at must be one of {', '.join(export.CRASH_POINTS)}")
+        if db.settings.pgbouncer and not db.settings.direct_dsn:
+            raise Invalid("the archiver holds its lease on one connection and LISTENs for snapshots, which a "
+                          "pooler in transaction mode breaks (the database is behind PgBouncer: [database] "
+                          "pgbouncer = true): set [database] direct_dsn to a DSN that reaches PostgreSQL directly")
         self.db = db
         self.options = options
         self.crash_at = crash_at
@@ -98,12 +143,14 @@ class Archiver:
         self._last_heartbeat = 0.0
         self._due_before: datetime | None = None
         self._remote_head_checked = False
+        self._next_auto = 0.0
 
     # lifecycle --------------------------------------------------------------------------------
     def run(self, *, once: bool) -> RunSummary:
         """`once`: take the lock (waiting up to lock_wait), drain the due jobs, return. Otherwise run
         until stop() (SIGTERM/SIGINT): standby while another archiver is active, then the loop."""
         deadline = time.monotonic() + self.options.lock_wait
+        self._check_direct()
         if once:
             with self.db.transaction() as conn:
                 self._due_before = ArchiveStore(conn).now()
@@ -119,6 +166,7 @@ class Archiver:
                         # LISTEN before looking at the queue: a snapshot made in between is then
                         # either in this cycle or announced by a NOTIFY, never missed until a poll
                         self.listener.listen()
+                    self._auto_snapshot()
                     handled = self._cycle()
                 except Unavailable as exc:  # database or repository away: back to standby, try again
                     if once:
@@ -134,6 +182,31 @@ class Archiver:
         finally:
             self._shutdown()
         return self.summary
+
+    def _check_direct(self) -> None:
+        """Before anything else: the lease's connection must reach PostgreSQL itself, not a pooler
+        (PooledConnection says what to configure). A database that is away now is the loop's
+        business: it retries."""
+        try:
+            self.lock.connect()
+        except PooledConnection:
+            self.lock.release()
+            raise
+        except (McpMemoryError, psycopg.Error) as exc:
+            log.warning("archiver: %s", exc)
+            self.lock.release()
+
+    def metric_samples(self) -> list[Sample]:
+        """This archiver's own numbers for /metrics (archive --daemon --metrics-port)."""
+        s = self.summary
+        counters = (("exported", "snapshots exported", s.exported), ("lines", "archive lines written", s.lines),
+                    ("failed", "export jobs that failed for good", s.failed),
+                    ("retrying", "failed export attempts sent back to retry", s.retrying),
+                    ("auto_snapshots", "snapshots made by the automatic snapshot policy", s.auto_snapshots))
+        return [Sample("mcp_memory_archiver_leader", "gauge", "1 while this archiver holds the lease (the active "
+                       "writer), 0 as a standby", float(self.lock.owned)),
+                *(Sample(f"mcp_memory_archiver_{name}_total", "counter", f"{help} by this process", float(value))
+                  for name, help, value in counters)]
 
     def stop(self, *_: Any) -> None:
         self.stopping.set()
@@ -180,21 +253,51 @@ class Archiver:
                                due_before=self._due_before)
         self._last_heartbeat = time.monotonic()
         exported: list[tuple[ClaimedJob, str]] = []
+        failed_sessions: set[str] = set()
+        held_back: list[int] = []
         for job in jobs:
             if self.stopping.is_set() or not self.lock.held():
                 break
+            if job.session_id in failed_sessions:
+                # never export snapshot N+1 before N: N's tag must hold N's lines, not N+1's
+                held_back.append(job.job_id)
+                continue
             commit = self._export(job)
             if commit is not None:
                 exported.append((job, commit))
+            else:
+                failed_sessions.add(job.session_id)
             self._heartbeat()
+        if held_back:
+            with self._queue() as queue:
+                queue.unclaim(held_back)
         if exported:
             self._publish(exported)
         return len(jobs)
 
+    def _auto_snapshot(self) -> None:
+        """The automatic snapshot policy, at most every `auto.interval` seconds (--once: at the start)."""
+        policy = self.options.auto
+        if not policy.active or time.monotonic() < self._next_auto:
+            return
+        once = self._due_before is not None
+        # --once looks once, before its first claim, and lets the jobs it queued into this run
+        self._next_auto = float("inf") if once else time.monotonic() + policy.interval
+        with self._queue() as queue:
+            made = queue.auto_snapshot(idle_seconds=policy.idle_seconds or None,
+                                       every_messages=policy.every_messages or None, limit=policy.batch)
+            if once and made:
+                self._due_before = queue.now()
+        self.summary.auto_snapshots += len(made)
+        if made:
+            log.info("automatic snapshot of %d session(s): %s", len(made),
+                     ", ".join(f"{row['session_id']} up to seq {row['up_to_seq']}" for row in made[:10]))
+
     def _export(self, job: ClaimedJob) -> str | None:
         """The archive commit of the job's snapshot, or None when the export failed."""
         try:
-            result = export.export_snapshot(self.db, self.options.repo, job.snapshot_id, checkpoint=self._checkpoint)
+            result = export.export_snapshot(self.db, self.options.repo, job.snapshot_id, checkpoint=self._checkpoint,
+                                            progress=self._progress(job))
         except (McpMemoryError, OSError) as exc:
             if isinstance(exc, gitrepo.GitError):
                 self._heal()  # a git command killed by its timeout may have left a lock behind
@@ -205,6 +308,21 @@ class Archiver:
         log.info("snapshot %d: %s +%d line(s)%s", job.snapshot_id, result.session_id or "(already exported)",
                  result.lines, "" if result.already else f" → {result.commit[:10]}")
         return result.commit
+
+    def _progress(self, job: ClaimedJob) -> export.Progress:
+        """A large session's export: its progress in the log (every PROGRESS_SECONDS) and the job's
+        lease kept alive between pages."""
+        shown = time.monotonic()
+
+        def report(seq: int, up_to_seq: int) -> None:
+            nonlocal shown
+            self._heartbeat()
+            if time.monotonic() - shown >= PROGRESS_SECONDS:
+                shown = time.monotonic()
+                log.info("snapshot %d: %s exported up to seq %d of %d", job.snapshot_id, job.session_id, seq,
+                         up_to_seq)
+
+        return report
 
     def _heal(self) -> None:
         try:
@@ -282,6 +400,8 @@ class Archiver:
         with self.db.transaction() as conn:
             due = ArchiveStore(conn).next_due()
         timeout = self.options.poll_interval if due is None else min(self.options.poll_interval, max(due, 0.05))
+        if self.options.auto.active:
+            timeout = min(timeout, max(self._next_auto - time.monotonic(), 0.05))
         end = time.monotonic() + timeout
         while not self.stopping.is_set() and (left := end - time.monotonic()) > 0:
             if self.listener.wait(min(left, 1.0)):

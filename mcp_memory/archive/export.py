@@ -11,6 +11,7 @@ changed, commit, tag. Idempotent at every step, so a crash anywhere converges on
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -26,11 +27,18 @@ from . import gitrepo, layout
 
 CRASH_POINTS = ("mid-write", "after-write", "after-commit", "after-tag")
 CHUNK_LINES = 2000
+READ_PAGE = 5000  # messages per read transaction (one short transaction each: never near call_timeout)
+READ_PAGE_BYTES = 32 * 1024 * 1024  # and about this much payload: memory stays bounded by large messages
 
 Checkpoint = Callable[[str], None]
+Progress = Callable[[int, int], None]
 
 
 def _no_checkpoint(point: str) -> None:
+    return None
+
+
+def _no_progress(seq: int, up_to_seq: int) -> None:
     return None
 
 
@@ -44,42 +52,81 @@ class Exported:
     already: bool = False  # the tag existed: exported before (a retry)
 
 
-def export_snapshot(db: Database, repo: Path, snapshot_id: int, *, checkpoint: Checkpoint = _no_checkpoint) -> Exported:
+def export_snapshot(db: Database, repo: Path, snapshot_id: int, *, checkpoint: Checkpoint = _no_checkpoint,
+                    progress: Progress = _no_progress) -> Exported:
     """Make `snapshot-<id>` exist in `repo`, tagging a commit whose tree holds the session's lines up to
-    the snapshot's seq. `checkpoint(point)` is called at each CRASH_POINTS step (crash tests)."""
+    the snapshot's seq. The lines are read in pages of READ_PAGE messages, each page its own short
+    transaction (messages up to a snapshot never change), so a session of any size never meets one
+    call's deadline; `progress(seq, up_to_seq)` after each page. `checkpoint(point)` is called at
+    each CRASH_POINTS step (crash tests)."""
     tag = layout.tag_name(snapshot_id)
     if gitrepo.tag_exists(repo, tag):
         return Exported(snapshot_id, "", 0, 0, gitrepo.tagged_commit(repo, tag), already=True)
     with db.transaction() as conn:
-        store = ArchiveStore(conn)
-        store.begin_consistent_read()
-        row = store.export_snapshot(snapshot_id)
-        if row is None:
-            raise NotFound(f"snapshot {snapshot_id} does not exist")
-        info = snapshot_info(row)
-        subject = layout.subject(info.snapshot_id, info.session_id, info.up_to_seq)
-        sha = gitrepo.find_recent_commit(repo, subject)
-        written = 0
-        if sha is None:
-            gitrepo.reset_paths(repo, [layout.session_path(info.session_id), layout.meta_path(info.session_id)])
-            after = max(gitrepo.session_watermark(repo, info.session_id), row["fork_seq"] or 0)
-            rows = store.export_messages(info.session_id, after_seq=after, up_to_seq=info.up_to_seq)
-            counter = _Counter()
-            gitrepo.append_session_lines(repo, info.session_id, _chunks(info.session_id, rows, counter),
-                                         midway=lambda: checkpoint("mid-write"))
-            written = counter.lines
+        row = ArchiveStore(conn).export_snapshot(snapshot_id)
+    if row is None:
+        raise NotFound(f"snapshot {snapshot_id} does not exist")
+    info = snapshot_info(row)
+    sid = info.session_id
+    subject = layout.subject(info.snapshot_id, sid, info.up_to_seq)
+    date = _git_date(row["snapshot_created_at"])
+    sha = gitrepo.find_recent_commit(repo, subject)
+    written = 0
     if sha is None:
+        gitrepo.reset_paths(repo, layout.session_paths(sid))
+        watermark = gitrepo.session_watermark(repo, sid)
+        if watermark > info.up_to_seq and (base := gitrepo.head(repo)) is not None:
+            # a later snapshot of the session was exported first (this one was retried after failing
+            # for good): its tag gets a tree with exactly its lines, beside main
+            sha = gitrepo.exact_commit(repo, base, sid, info.up_to_seq, layout.commit_message(info), date=date)
+            gitrepo.tag(repo, tag, sha, subject + "\n")
+            return Exported(snapshot_id, sid, info.up_to_seq, 0, sha)
+        pages = _pages(db, sid, after=max(watermark, row["fork_seq"] or 0), up_to=info.up_to_seq, progress=progress)
+        counter = _Counter()
+        gitrepo.append_session_lines(repo, sid, _chunks(sid, pages, counter), midway=lambda: checkpoint("mid-write"))
+        written = counter.lines
+        with db.transaction() as conn:
+            store = ArchiveStore(conn)
+            _append_missing(repo, layout.decisions_path(sid), store.export_decisions(sid), layout.decision_key)
+            _append_missing(repo, layout.context_path(sid), store.export_context(sid), layout.context_key)
         checkpoint("after-write")
-        gitrepo.write_if_changed(repo, layout.meta_path(info.session_id), layout.meta_document(row))
-        # Both files, as they are now: the lines and meta just written (reset_paths removed whatever
-        # an earlier run left uncommitted; git add of an unchanged file costs a stat).
-        paths = [p for p in (layout.session_path(info.session_id), layout.meta_path(info.session_id))
-                 if (repo / p).exists()]
-        sha = gitrepo.commit(repo, paths, layout.commit_message(info), date=_git_date(row["snapshot_created_at"]))
+        gitrepo.write_if_changed(repo, layout.meta_path(sid), layout.meta_document(row))
+        # The files as they are now: the lines and meta just written (reset_paths removed whatever an
+        # earlier run left uncommitted; git add of an unchanged file costs a stat).
+        paths = [p for p in layout.session_paths(sid) if (repo / p).exists()]
+        sha = gitrepo.commit(repo, paths, layout.commit_message(info), date=date)
         checkpoint("after-commit")
     gitrepo.tag(repo, tag, sha, subject + "\n")
     checkpoint("after-tag")
-    return Exported(snapshot_id, info.session_id, info.up_to_seq, written, sha)
+    return Exported(snapshot_id, sid, info.up_to_seq, written, sha)
+
+
+def _pages(db: Database, session_id: str, *, after: int, up_to: int, progress: Progress) -> Iterator[ExportRow]:
+    """The session's rows after `after` up to `up_to`, READ_PAGE per transaction."""
+    while after < up_to:
+        with db.transaction() as conn:
+            page = ArchiveStore(conn).export_page(session_id, after_seq=after, up_to_seq=up_to, limit=READ_PAGE,
+                                                  max_bytes=READ_PAGE_BYTES)
+        if not page:
+            return
+        yield from page
+        after = page[-1].seq
+        progress(after, up_to)
+
+
+def _append_missing(repo: Path, relpath: str, rows: list[dict[str, Any]],
+                    key: Callable[[dict[str, Any]], tuple[str, int]]) -> int:
+    """Append the rows whose key (decision version, context revision) the file does not hold yet."""
+    held = set()
+    for line in gitrepo.read_working_file(repo, relpath).splitlines():
+        try:
+            held.add(key(json.loads(line)))
+        except (ValueError, TypeError, AttributeError):
+            continue  # verify names a bad line; the row it should have been is appended again
+    missing = [layout.memory_line(row) for row in rows if key(row) not in held]
+    if missing:
+        gitrepo.append_lines(repo, relpath, ["".join(missing)])
+    return len(missing)
 
 
 def snapshot_info(row: dict[str, Any]) -> layout.SnapshotInfo:

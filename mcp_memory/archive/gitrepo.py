@@ -188,7 +188,22 @@ def append_session_lines(repo: Path, session_id: str, chunks: Iterable[str], *,
                          midway: Callable[[], None] | None = None) -> None:
     """Append whole lines (given in chunks) to sessions/<id>.jsonl, then fsync. `midway` runs after half
     of the first chunk is on disk: the daemon's crash-test checkpoint, a no-op in production."""
-    fd = open_file(repo, layout.session_path(session_id), os.O_WRONLY | os.O_APPEND | os.O_CREAT, make_dirs=True)
+    append_lines(repo, layout.session_path(session_id), chunks, midway=midway)
+
+
+def read_working_file(repo: Path, relpath: str) -> bytes:
+    """The working tree's content of an archive file (b"" when it does not exist), never through a link."""
+    try:
+        with os.fdopen(open_file(repo, relpath, os.O_RDONLY), "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return b""
+
+
+def append_lines(repo: Path, relpath: str, chunks: Iterable[str], *,
+                 midway: Callable[[], None] | None = None) -> None:
+    """Append whole lines (given in chunks) to the archive file `relpath`, then fsync."""
+    fd = open_file(repo, relpath, os.O_WRONLY | os.O_APPEND | os.O_CREAT, make_dirs=True)
     with os.fdopen(fd, "ab") as f:
         for data in (chunk.encode() for chunk in chunks if chunk):
             if midway is not None:
@@ -226,8 +241,9 @@ def open_file(repo: Path, relpath: str, flags: int, *, make_dirs: bool = False) 
     must be a regular file. A link (or anything else) on the way raises UnsafeArchive naming the path;
     a missing file raises FileNotFoundError. `make_dirs` creates missing folders (never through a link)."""
     if not layout.is_archive_path(relpath):
-        raise UnsafeArchive(f"{relpath}: not an archive path; the archiver writes only README.md and "
-                            f"{layout.SESSIONS_DIR}/<id>.jsonl or .meta.json")
+        raise UnsafeArchive(f"{relpath}: not an archive path; the archiver writes only README.md, "
+                            f"{layout.SESSIONS_DIR}/<id>.jsonl or .meta.json, {layout.DECISIONS_DIR}/<id>.jsonl "
+                            f"and {layout.CONTEXT_DIR}/<id>.jsonl")
     folder, _, name = relpath.rpartition("/")
     dirfd = _open_folder(repo, folder, make_dirs=make_dirs)
     try:
@@ -330,10 +346,12 @@ def tag(repo: Path, name: str, rev: str, message: str) -> None:
 
 
 def push(repo: Path, *, timeout: float) -> None:
-    """Push main and the annotated tags it reaches. Raises GitError (rejected=True when the remote
+    """Push main and the snapshot tags. Raises GitError (rejected=True when the remote
     has commits we do not: another writer was active)."""
-    git(repo, "push", "-q", "--porcelain", "--follow-tags", REMOTE, f"{layout.BRANCH}:{layout.BRANCH}",
-        timeout=timeout)
+    # the snapshot tags by name too (atomic with main): a tag on a commit off main (exact_commit) or
+    # moved by verify --repair reaches the remote as well
+    git(repo, "push", "-q", "--porcelain", "--atomic", REMOTE, f"{layout.BRANCH}:{layout.BRANCH}",
+        "+refs/tags/snapshot-*:refs/tags/snapshot-*", timeout=timeout)
 
 
 def point_remote_head(remote: str) -> bool:
@@ -360,7 +378,7 @@ def unpushed(repo: Path) -> bool:
     """True when main has commits that origin/main (as last fetched or pushed) lacks."""
     local = head(repo)
     remote = _remote_head(repo)
-    return local is not None and local != remote and not (remote and _is_ancestor(repo, local, remote))
+    return local is not None and local != remote and not (remote and is_ancestor(repo, local, remote))
 
 
 def sync_with_remote(repo: Path, remote: str | None, *, timeout: float = 60) -> str:
@@ -378,7 +396,7 @@ def sync_with_remote(repo: Path, remote: str | None, *, timeout: float = 60) -> 
     local, theirs = head(repo), _remote_head(repo)
     if theirs is None or local == theirs:
         return "up-to-date"
-    if local is not None and _is_ancestor(repo, theirs, local):
+    if local is not None and is_ancestor(repo, theirs, local):
         return "ahead"
     check_tree(repo, theirs, what=f"the archive remote's {layout.BRANCH}")
     git(repo, "reset", "-q", "--hard", theirs)
@@ -394,7 +412,7 @@ def _remote_head(repo: Path) -> str | None:
     return out.strip() or None
 
 
-def _is_ancestor(repo: Path, older: str, newer: str) -> bool:
+def is_ancestor(repo: Path, older: str, newer: str) -> bool:
     done = subprocess.run(["git", "merge-base", "--is-ancestor", older, newer], cwd=repo, capture_output=True,
                           check=False)
     return done.returncode == 0
@@ -458,9 +476,10 @@ def inspect(repo: Path) -> list[str]:
 
 # reading (verify, restore) -----------------------------------------------------------------------
 def list_files(repo: Path, *, rev: str = layout.BRANCH) -> list[str]:
-    """The archive files under sessions/ at `rev`: regular files at archive paths only (a link, a
-    submodule or a stray file is never read; refused_entries names them)."""
-    return [path for mode, path in tree_entries(repo, rev, layout.SESSIONS_DIR)
+    """The archive files under sessions/, decisions/ and context/ at `rev`: regular files at archive
+    paths only (a link, a submodule or a stray file is never read; refused_entries names them)."""
+    return [path for mode, path in tree_entries(repo, rev, layout.SESSIONS_DIR, layout.DECISIONS_DIR,
+                                                layout.CONTEXT_DIR)
             if layout.refused_entry(mode, path) is None]
 
 
@@ -525,3 +544,37 @@ def tags(repo: Path) -> dict[str, str]:
 
 def tag_message(repo: Path, name: str) -> str:
     return git(repo, "cat-file", "-p", f"refs/tags/{name}").split("\n\n", 1)[-1]
+
+
+def exact_commit(repo: Path, base: str, session_id: str, up_to_seq: int, message: str, *,
+                 date: str | None = None) -> str:
+    """A commit whose tree is `base`'s with sessions/<id>.jsonl cut after seq `up_to_seq`, child of
+    `base` but on no branch: the tree of a snapshot whose session the archive already holds beyond it
+    (an earlier snapshot exported after a later one), so that its tag holds exactly its own lines.
+    Built with a private index: the working tree and main are not touched."""
+    path = layout.session_path(session_id)
+    ((_, data),) = read_blobs(repo, [f"{base}:{path}"])
+    kept = []
+    for line in (data or b"").splitlines(keepends=True):
+        if int(json.loads(line)["seq"]) > up_to_seq:
+            break
+        kept.append(line)
+    blob = git(repo, "hash-object", "-w", "--stdin", input=b"".join(kept)).strip()
+    index = Path(git(repo, "rev-parse", "--absolute-git-dir").strip()) / "mcp-memory-exact.index"
+    env = {"GIT_INDEX_FILE": str(index)}
+    try:
+        git(repo, "read-tree", base, env=env)
+        if kept:
+            git(repo, "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}", env=env)
+        else:
+            git(repo, "update-index", "--force-remove", path, env=env)
+        tree = git(repo, "write-tree", env=env).strip()
+    finally:
+        index.unlink(missing_ok=True)
+    dated = {"GIT_AUTHOR_DATE": date} if date else {}
+    return git(repo, "commit-tree", tree, "-p", base, "-F", "-", input=message, env=dated).strip()
+
+
+def retag(repo: Path, name: str, rev: str, message: str) -> None:
+    """Point an existing annotated tag at another commit (verify --repair)."""
+    git(repo, "tag", "-f", "-a", name, rev, "-F", "-", input=message)

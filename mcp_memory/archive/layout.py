@@ -22,6 +22,8 @@ from ..errors import Invalid
 from ..schema import format_time
 
 SESSIONS_DIR = "sessions"
+DECISIONS_DIR = "decisions"
+CONTEXT_DIR = "context"
 BRANCH = "main"
 TRAILER = "mcp-memory-snapshot: "
 SERVER_FIELDS = ("session_id", "seq", "append_id", "payload_sha256")
@@ -42,6 +44,9 @@ mcp-memory (PostgreSQL stays the runtime truth). It is written by one archiver a
   parent's file.
 - `sessions/<session_id>.meta.json` — the session's project, agent, title, meta and lineage
   (`parent_session_id`, `fork_seq`, `parent_snapshot_id`).
+- `decisions/<session_id>.jsonl` — every version of the decisions recorded in the session, one line
+  per version as it was written (status, supersedes links, visibility, author); appended only.
+- `context/<session_id>.jsonl` — every revision of the session's context keys; appended only.
 - One commit per snapshot, subject `snapshot <id>: <session_id> up to seq <n>`, whose body holds
   the snapshot's message and time; an annotated tag `snapshot-<id>` marks it.
 
@@ -53,7 +58,9 @@ mcp-memory (PostgreSQL stays the runtime truth). It is written by one archiver a
 `--from-archive` also takes the remote's URL or a bare repository (cloned to a temporary folder),
 and a clone without a local `main` (a remote whose HEAD names master) is read from `origin/main`.
 
-Sessions, messages (same append_ids and payloads), snapshots (same ids) and fork lineage come back.
+Sessions, messages (same append_ids and payloads), snapshots (same ids), fork lineage, decisions
+(every version) and context revisions come back. Snapshots are made automatically too (the
+archiver's automatic snapshot policy), so unsnapshotted work reaches this repository.
 `mcp-memory archive verify --repo PATH` compares an archive with a database.
 """
 
@@ -75,7 +82,8 @@ class SnapshotInfo:
 # Every path the archiver writes, and so every path it accepts in a tree it reads back from the remote:
 # anything else (a symbolic link, a submodule, a file elsewhere) came from someone else and is refused.
 ARCHIVE_PATHS = (re.compile(r"README\.md"),
-                 re.compile(rf"{SESSIONS_DIR}/[A-Za-z0-9][A-Za-z0-9_-]*\.(?:jsonl|meta\.json)"))
+                 re.compile(rf"{SESSIONS_DIR}/[A-Za-z0-9][A-Za-z0-9_-]*\.(?:jsonl|meta\.json)"),
+                 re.compile(rf"(?:{DECISIONS_DIR}|{CONTEXT_DIR})/[A-Za-z0-9][A-Za-z0-9_-]*\.jsonl"))
 REGULAR_MODES = ("100644", "100755")
 
 
@@ -92,7 +100,8 @@ def refused_entry(mode: str, path: str) -> str | None:
     if mode not in REGULAR_MODES:
         return f"not a regular file (mode {mode}); refused"
     if not is_archive_path(path):
-        return "not an archive path (only README.md and sessions/<id>.jsonl or .meta.json); refused"
+        return ("not an archive path (only README.md, sessions/<id>.jsonl or .meta.json, decisions/<id>.jsonl and "
+                "context/<id>.jsonl); refused")
     return None
 
 
@@ -102,6 +111,19 @@ def session_path(session_id: str) -> str:
 
 def meta_path(session_id: str) -> str:
     return f"{SESSIONS_DIR}/{session_id}.meta.json"
+
+
+def decisions_path(session_id: str) -> str:
+    return f"{DECISIONS_DIR}/{session_id}.jsonl"
+
+
+def context_path(session_id: str) -> str:
+    return f"{CONTEXT_DIR}/{session_id}.jsonl"
+
+
+def session_paths(session_id: str) -> list[str]:
+    """Every file the archive keeps for one session (a snapshot commit writes these)."""
+    return [session_path(session_id), meta_path(session_id), decisions_path(session_id), context_path(session_id)]
 
 
 def tag_name(snapshot_id: int) -> str:
@@ -190,3 +212,40 @@ def parse_meta(text: str, *, where: str) -> dict[str, Any]:
     if not isinstance(doc, dict) or not str(doc.get("session_id", "")).startswith("ses_"):
         raise Invalid(f"{where}: not a session meta document")
     return doc
+
+
+# decisions/<id>.jsonl and context/<id>.jsonl: one line per decision version / context revision, as
+# the database row was (the decision's search vector left out: restore computes it again). Lines are
+# only appended; a line is identified by its key, so an export appends exactly the missing ones.
+DECISION_ID = re.compile(r"^dec_[0-9a-f]{32}$")
+
+
+def memory_line(row: dict[str, Any]) -> str:
+    return json.dumps(row, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n"
+
+
+def decision_key(row: dict[str, Any]) -> tuple[str, int]:
+    return str(row.get("decision_id")), int(row.get("version") or 0)
+
+
+def context_key(row: dict[str, Any]) -> tuple[str, int]:
+    return str(row.get("key")), int(row.get("revision") or 0)
+
+
+def parse_memory_line(line: str, *, where: str, kind: str) -> dict[str, Any]:
+    """A decisions (`kind` "decision") or context ("context") line back to its row; Invalid naming
+    `where` when it is not one."""
+    try:
+        row = json.loads(line)
+    except ValueError as exc:
+        raise Invalid(f"{where}: not JSON ({exc})") from None
+    if not isinstance(row, dict):
+        raise Invalid(f"{where}: not a {kind} line (a JSON object)")
+    number = row.get("version" if kind == "decision" else "revision")
+    if not isinstance(number, int) or isinstance(number, bool) or not 1 <= number < 2**31:
+        raise Invalid(f"{where}: {'version' if kind == 'decision' else 'revision'} must be a positive integer")
+    if kind == "decision" and not DECISION_ID.match(str(row.get("decision_id"))):
+        raise Invalid(f"{where}: decision_id must be dec_ and 32 hex digits")
+    if kind == "context" and not isinstance(row.get("key"), str):
+        raise Invalid(f"{where}: key must be a string")
+    return row

@@ -21,6 +21,7 @@ class QueueStatus:
     oldest_pending: dict[str, Any] | None
     failed: list[dict[str, Any]] = field(default_factory=list)
     archivers: list[dict[str, Any]] = field(default_factory=list)
+    backlog: dict[str, Any] = field(default_factory=dict)  # what is not archived yet (mm_archive_metrics)
     repo: Path | None = None  # the archive repository looked at (--repo or [archive] repo)
     repo_problems: list[str] = field(default_factory=list)
 
@@ -44,7 +45,10 @@ class QueueStatus:
         counts = {s: self.counts.get(s, 0) for s in ("pending", "running", "done", "failed")}
         standbys = [{"worker": a["worker"], "role": a["role_name"], "last_seen": _time(a["last_seen"])}
                     for a in self.standbys]
-        return {"active_archiver": holder, "standbys": standbys, "jobs": counts,
+        backlog = {"sessions": int(self.backlog.get("unarchived_sessions") or 0),
+                   "messages": int(self.backlog.get("unarchived_messages") or 0),
+                   "lag_seconds": round(float(self.backlog.get("unarchived_oldest_seconds") or 0), 1)}
+        return {"active_archiver": holder, "standbys": standbys, "jobs": counts, "not_archived": backlog,
                 "queue_depth": counts["pending"] + counts["running"], "oldest_pending": oldest,
                 "failed": [{"job_id": f["job_id"], "snapshot_id": f["snapshot_id"], "session_id": f["session_id"],
                             "attempts": f["attempts"], "last_error": f["last_error"],
@@ -59,6 +63,12 @@ class QueueStatus:
         out += [f"standby: {s['worker']} (role {s['role']}), last asked {s['last_seen']}" for s in doc["standbys"]]
         out.append(f"queue: {doc['queue_depth']} waiting ({jobs['pending']} pending, {jobs['running']} running), "
                    f"{jobs['done']} done, {jobs['failed']} failed")
+        if (backlog := doc["not_archived"])["sessions"]:
+            out.append(f"not archived yet: {backlog['sessions']} session(s) with {backlog['messages']} message(s) "
+                       f"or other changes; the oldest last changed {backlog['lag_seconds']:.0f}s ago (the "
+                       "automatic snapshot policy takes them once idle)")
+        else:
+            out.append("not archived yet: nothing")
         if oldest := doc["oldest_pending"]:
             error = f", last error: {oldest['last_error']}" if oldest["last_error"] else ""
             out.append(f"oldest waiting: job {oldest['job_id']} (snapshot {oldest['snapshot_id']}, "
@@ -83,7 +93,7 @@ def status(db: Database, *, repo: Path | None = None) -> QueueStatus:
         archivers = store.archivers()
         leader = next((a for a in archivers if a["leader"] and a["alive"]), None)
         state = QueueStatus(holder=leader, counts=store.status_counts(), oldest_pending=store.oldest_pending(),
-                            failed=store.failed_jobs(), archivers=archivers)
+                            failed=store.failed_jobs(), archivers=archivers, backlog=store.metrics())
     if repo is not None:
         state.repo, state.repo_problems = repo, gitrepo.inspect(repo)
     return state

@@ -21,13 +21,16 @@ import re
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import psycopg
 
 from ..core import search
+from ..core.decisions import decision_text
 from ..errors import Invalid, McpMemoryError
+from ..search.index import index_text
 from ..store.archive_store import ArchiveStore, RestoredMessage
 from ..store.db import Database
 from . import blobs, gitrepo, layout, source
@@ -55,6 +58,8 @@ class RestoreResult:
     sessions: int = 0
     messages: int = 0
     snapshots: int = 0
+    decisions: int = 0  # decision versions
+    context: int = 0  # context revisions
     indexed: int = 0
     warnings: list[str] = field(default_factory=list)
     bad_lines: list[BadLine] = field(default_factory=list)
@@ -66,11 +71,12 @@ class RestoreResult:
 
     def to_json(self) -> dict[str, Any]:
         return {"ok": self.ok, "sessions": self.sessions, "messages": self.messages, "snapshots": self.snapshots,
-                "indexed": self.indexed, "warnings": self.warnings,
+                "decision_versions": self.decisions, "context_revisions": self.context, "indexed": self.indexed, "warnings": self.warnings,
                 "bad_lines": [b.to_json() for b in self.bad_lines], "skipped_sessions": self.skipped_sessions}
 
     def line(self) -> str:
-        text = f"restored {self.sessions} session(s), {self.messages} message(s), {self.snapshots} snapshot(s)"
+        text = (f"restored {self.sessions} session(s), {self.messages} message(s), {self.snapshots} snapshot(s), "
+                f"{self.decisions} decision version(s), {self.context} context revision(s)")
         if not self.ok:
             text += f"; {len(self.bad_lines)} bad line(s), {len(self.skipped_sessions)} session(s) skipped"
         return text
@@ -121,6 +127,7 @@ def _restore_from(db: Database, archive: source.Source, reader: BlobReader, *, f
             finally:
                 rows.close()
             restored[sid] = rows.last_seq
+            _restore_memory(store, conn, reader, files, doc, max_line, result)
         _restore_snapshots(store, conn, read_snapshots(repo, rev, max_bytes=max_line), restored, result)
         for doc in ordered:
             if doc["session_id"] in restored and doc.get("parent_snapshot_id") is not None \
@@ -131,6 +138,61 @@ def _restore_from(db: Database, archive: source.Source, reader: BlobReader, *, f
     result.sessions = len(restored)
     result.indexed = search.reindex(db)  # restored rows bypassed append: give them their search rows
     return result
+
+
+def _restore_memory(store: ArchiveStore, conn: psycopg.Connection, reader: BlobReader, files: set[str],
+                    doc: dict[str, Any], max_line: int, result: RestoreResult) -> None:
+    """The session's decisions (every version, oldest first: the first inserts, later ones update, so
+    the versions table fills again) and context revisions; each line on its own savepoint, a refused
+    one listed in bad_lines."""
+    sid, project = doc["session_id"], doc["project_id"]
+    decisions = _memory_rows(reader, files, layout.decisions_path(sid), "decision", max_line, result)
+    decisions.sort(key=lambda item: (str(item[1]["decision_id"]), item[1]["version"]))
+    first_seen: set[str] = set()
+    for number, row in decisions:
+        first = row["decision_id"] not in first_seen
+        first_seen.add(row["decision_id"])
+        listed = row.get("alternatives")
+        alternatives: list[Any] = listed if isinstance(listed, list) else []
+        text = decision_text(str(row.get("decision_type") or ""), str(row.get("summary") or ""),
+                             row.get("rationale") if isinstance(row.get("rationale"), str) else None,
+                             [a for a in alternatives if isinstance(a, dict) and "option" in a])
+        if _memory_write(conn, result, layout.decisions_path(sid), number,
+                         partial(store.restore_decision, session_id=sid, project_id=project, row=row,
+                                 tsv=index_text(text).tsv, first=first)):
+            result.decisions += 1
+    for number, row in _memory_rows(reader, files, layout.context_path(sid), "context", max_line, result):
+        if _memory_write(conn, result, layout.context_path(sid), number,
+                         partial(store.restore_context, session_id=sid, project_id=project, row=row)):
+            result.context += 1
+
+
+def _memory_rows(reader: BlobReader, files: set[str], path: str, kind: str, max_line: int,
+                 result: RestoreResult) -> list[tuple[int, dict[str, Any]]]:
+    if path not in files:
+        return []
+    rows = []
+    for number, raw in enumerate(reader.lines(path, max_line=max_line), start=1):
+        try:
+            if isinstance(raw, TooLong):
+                raise Invalid(f"a line of {raw.size} bytes, longer than any row the server accepts")
+            rows.append((number, layout.parse_memory_line(raw.decode(), where=f"{path}:{number}", kind=kind)))
+        except (McpMemoryError, UnicodeDecodeError, RecursionError) as exc:
+            why = str(exc).removeprefix(f"{path}:{number}: ") if not isinstance(exc, RecursionError) \
+                else "JSON nested too deeply"
+            result.bad_lines.append(BadLine(path, number, why))
+    return rows
+
+
+def _memory_write(conn: psycopg.Connection, result: RestoreResult, path: str, number: int,
+                  write: Callable[[], int]) -> bool:
+    """True when the line's row went in (an existing one, with --force, is not counted)."""
+    try:
+        with conn.transaction():
+            return write() > 0
+    except psycopg.Error as exc:
+        result.bad_lines.append(BadLine(path, number, f"the database refused it: {_reason(exc)}"))
+        return False
 
 
 def _restore_snapshots(store: ArchiveStore, conn: psycopg.Connection, snapshots: Iterable[layout.SnapshotInfo],
@@ -155,19 +217,21 @@ def _restore_snapshots(store: ArchiveStore, conn: psycopg.Connection, snapshots:
         result.snapshots += 1
 
 
-def read_snapshots(repo: Path, rev: str, *, max_bytes: int) -> Iterator[layout.SnapshotInfo]:
-    """Snapshots from the snapshot commits on main, oldest first, each id once (streamed)."""
-    seen: set[int] = set()
-    for message in blobs.commit_messages(repo, rev, max_bytes=max_bytes):
+def read_snapshots(repo: Path, rev: str, *, max_bytes: int) -> list[layout.SnapshotInfo]:
+    """Snapshots from the snapshot commits on main (or `rev`) and those its snapshot tags point at
+    off main (an exact tag: verify --repair), each id once, in id order; messages streamed from one
+    `git log`, each bounded by `max_bytes`."""
+    found: dict[int, layout.SnapshotInfo] = {}
+    for message in blobs.commit_messages(repo, rev, max_bytes=max_bytes, tags="snapshot-*"):
         if isinstance(message, TooLong):
             continue  # no snapshot commit is that long
         try:
             info = layout.parse_commit_message(message.decode())
         except (McpMemoryError, ValueError, KeyError, TypeError, RecursionError):
             continue
-        if info is not None and info.snapshot_id not in seen:
-            seen.add(info.snapshot_id)
-            yield info
+        if info is not None:
+            found.setdefault(info.snapshot_id, info)
+    return sorted(found.values(), key=lambda s: s.snapshot_id)
 
 
 def _skip(result: RestoreResult, file: str, why: str) -> None:

@@ -46,7 +46,8 @@ def open_archive(path: str | Path) -> Iterator[Source]:
     folder = Path(tempfile.mkdtemp(prefix="mcp-memory-restore-"))
     try:
         try:
-            gitrepo.git(folder, "clone", "-q", "--bare", "--no-tags", "--", origin, "archive.git",
+            # with the snapshot tags: a snapshot exported after a later one is on a tag only
+            gitrepo.git(folder, "clone", "-q", "--bare", "--", origin, "archive.git",
                         timeout=CLONE_TIMEOUT)
         except gitrepo.GitError as exc:
             raise Invalid(f"cannot clone the archive from {text}: {exc}") from None

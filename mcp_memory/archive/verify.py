@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,8 +18,10 @@ from typing import Any
 from ..errors import Invalid, McpMemoryError
 from ..store.archive_store import ArchiveStore
 from ..store.db import Database
-from . import gitrepo, layout
+from . import gitrepo, layout, source
 
+log = logging.getLogger(__name__)
+FETCH_TIMEOUT = 600.0
 LINEAGE = ("parent_session_id", "fork_seq", "parent_snapshot_id")
 
 
@@ -31,31 +34,66 @@ class ArchivedSession:
     digest: bytes = b""
     meta: dict[str, Any] | None = None
     problems: list[str] = field(default_factory=list)
+    decisions: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)  # (id, version) → row
+    context: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)  # (key, revision) → row
 
 
 @dataclass
 class VerifyReport:
     sessions: list[dict[str, Any]] = field(default_factory=list)
     differences: list[str] = field(default_factory=list)
+    repaired: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return not self.differences
 
     def to_json(self) -> dict[str, Any]:
-        return {"ok": self.ok, "sessions": self.sessions, "differences": self.differences}
+        return {"ok": self.ok, "sessions": self.sessions, "differences": self.differences, "repaired": self.repaired}
 
     def lines(self) -> list[str]:
         total = sum(s["archive"]["messages"] for s in self.sessions)
         if self.ok:
-            return [f"archive matches the database: {len(self.sessions)} session(s), {total} line(s)"]
-        return [*self.differences, f"{len(self.differences)} difference(s) in {len(self.sessions)} session(s)"]
+            return [*self.repaired, f"archive matches the database: {len(self.sessions)} session(s), {total} line(s)"]
+        return [*self.repaired, *self.differences, f"{len(self.differences)} difference(s) in {len(self.sessions)} session(s)"]
 
 
-def verify(db: Database, repo: Path) -> VerifyReport:
-    if not repo.is_dir() or gitrepo.head(repo) is None:
-        raise Invalid(f"{repo} is not an archive repository (no commits on {layout.BRANCH})")
-    archived = read_archive(repo)
+def verify(db: Database, repo: Path, *, repair: bool = False, fetch: bool = True) -> VerifyReport:
+    """Compare the archive at `repo` (any clone: an archiver's repository, a standby's, `git clone` of
+    the remote) with the database. A repository with a remote is first brought up to it (`fetch`):
+    a standby's copy is only refreshed when it takes over, and would otherwise show differences that
+    are not there. `repair`: re-tag the snapshots whose tag holds more lines than the snapshot's seq."""
+    if not repo.is_dir():
+        raise Invalid(f"{repo} is not an archive repository (no such folder)")
+    with source.open_archive(repo) as archive:
+        rev = latest(archive.repo, archive.rev) if fetch else archive.rev
+        return _verify(db, archive.repo, rev, repair=repair)
+
+
+def latest(repo: Path, rev: str) -> str:
+    """`rev`, or the remote's main when this copy is behind it. Only a copy that is behind (a
+    standby's) takes the remote's snapshot tags too: the active archiver's own tags (one just moved
+    by --repair and not pushed yet) are never replaced by the remote's."""
+    if not gitrepo.has_remote(repo):
+        return rev
+    try:
+        gitrepo.git(repo, "fetch", "-q", gitrepo.REMOTE,
+                    f"+refs/heads/{layout.BRANCH}:refs/remotes/{gitrepo.REMOTE}/{layout.BRANCH}",
+                    timeout=FETCH_TIMEOUT)
+        remote = gitrepo.git(repo, "rev-parse", "-q", "--verify",
+                             f"refs/remotes/{gitrepo.REMOTE}/{layout.BRANCH}", check=False).strip()
+        if not remote or remote == rev or not gitrepo.is_ancestor(repo, rev, remote):
+            return rev
+        gitrepo.git(repo, "fetch", "-q", gitrepo.REMOTE, "+refs/tags/snapshot-*:refs/tags/snapshot-*",
+                    timeout=FETCH_TIMEOUT)
+    except gitrepo.GitError as exc:
+        log.warning("archive verify: cannot fetch the remote (%s); verifying the local copy", exc)
+        return rev
+    return remote
+
+
+def _verify(db: Database, repo: Path, rev: str, *, repair: bool) -> VerifyReport:
+    archived = read_archive(repo, rev)
     tags = gitrepo.tags(repo)
     with db.transaction() as conn:
         store = ArchiveStore(conn)
@@ -64,16 +102,22 @@ def verify(db: Database, repo: Path) -> VerifyReport:
         lineage = store.sessions_lineage(ids)
         snapshot_seqs = store.snapshot_seqs()
         digests = store.db_digests({sid: archived[sid].last_seq if sid in archived else 0 for sid in ids})
+        db_decisions, db_context = store.memory_rows(sorted(archived))
     report = VerifyReport()
     for sid in ids:
         report.differences.extend(_compare(sid, archived.get(sid), lineage.get(sid), digests.get(sid), done.get(sid)))
+        if sid in archived and sid in lineage:
+            report.differences.extend(compare_memory(archived[sid], db_decisions.get(sid, []),
+                                                     db_context.get(sid, [])))
         if sid in archived:
             a, d = archived[sid], digests.get(sid, (0, 0, b""))
             report.sessions.append({"session_id": sid,
                                     "archive": {"messages": a.lines, "last_seq": a.last_seq, "sha256": a.digest.hex()},
                                     "database": {"messages": d[0], "last_seq": d[1], "sha256": d[2].hex()}})
+    if repair:
+        report.repaired = repair_tags(repo, snapshot_seqs)
     report.differences.extend(check_tags(repo, snapshot_seqs))
-    report.differences.extend(f"{path}: {why}" for path, why in gitrepo.refused_entries(repo))
+    report.differences.extend(f"{path}: {why}" for path, why in gitrepo.refused_entries(repo, rev))
     for sid, (_, snapshot_ids) in sorted(done.items()):
         missing = [i for i in snapshot_ids if layout.tag_name(i) not in tags]
         if missing:
@@ -82,31 +126,78 @@ def verify(db: Database, repo: Path) -> VerifyReport:
     return report
 
 
+def compare_memory(a: ArchivedSession, decisions: list[dict[str, Any]], context: list[dict[str, Any]]) -> list[str]:
+    """Every archived decision version and context revision must be the database's row, unchanged.
+    Rows the archive does not hold yet (written after the session's last export) are no difference:
+    the next snapshot of the session carries them."""
+    out = []
+    for kind, archived, rows, key in (("decision", a.decisions, decisions, layout.decision_key),
+                                      ("context", a.context, context, layout.context_key)):
+        database = {key(row): row for row in rows}
+        for k, row in sorted(archived.items()):
+            name = f"{kind} {k[0]} {'version' if kind == 'decision' else 'revision'} {k[1]}"
+            if k not in database:
+                out.append(f"{a.session_id}: {name} is in the archive but not in the database")
+            elif database[k] != row:
+                changed = sorted(f for f in set(row) | set(database[k]) if row.get(f) != database[k].get(f))
+                out.append(f"{a.session_id}: {name} differs from the database ({', '.join(changed)})")
+    return out
+
+
+def repair_tags(repo: Path, snapshot_seqs: dict[int, tuple[str, int]]) -> list[str]:
+    """Each snapshot tag whose tree holds lines beyond its snapshot's seq (an earlier version exported
+    snapshot N+1's lines under tag N when N was retried after N+1) is pointed at a commit with exactly
+    its lines (gitrepo.exact_commit, the same commit message); the archiver's next push publishes it."""
+    repaired = []
+    for name, sha, sid, up_to, last in _tag_checks(repo, snapshot_seqs):
+        if last is not None and last > up_to:
+            message = gitrepo.git(repo, "log", "-1", "--format=%B", sha)
+            date = gitrepo.git(repo, "log", "-1", "--format=@%at +0000", sha).strip()
+            exact = gitrepo.exact_commit(repo, sha, sid, up_to, message.rstrip("\n") + "\n", date=date)
+            gitrepo.retag(repo, name, exact, gitrepo.tag_message(repo, name))
+            repaired.append(f"tag {name}: moved from {sha[:10]} (lines up to seq {last}) to {exact[:10]} "
+                            f"(up to seq {up_to})")
+    return repaired
+
+
 def check_tags(repo: Path, snapshot_seqs: dict[int, tuple[str, int]]) -> list[str]:
     """Every snapshot tag's tree must hold its session's lines up to the snapshot's seq, no more and no
     fewer (the database's up_to_seq when it has the snapshot, else the tag's own subject)."""
+    out = _bad_subjects(repo)
+    for name, _, sid, up_to, last in _tag_checks(repo, snapshot_seqs):
+        path = layout.session_path(sid)
+        if last is None:
+            out.append(f"tag {name}: the last line of {path} is not an archive line")
+        elif last > up_to:
+            out.append(f"tag {name}: its tree holds lines up to seq {last}, beyond the snapshot's seq {up_to} "
+                       "(archive verify --repair re-tags it)")
+        elif 0 < last < up_to:  # 0: no file in the tree (a snapshot at or before a fork point)
+            out.append(f"tag {name}: its tree holds lines up to seq {last}, short of the snapshot's seq {up_to}")
+    return out
+
+
+def _bad_subjects(repo: Path) -> list[str]:
+    return [f"tag {name}: its message is not a snapshot subject ({subject!r})"
+            for name, (_, subject) in sorted(gitrepo.tag_subjects(repo).items())
+            if (parsed := layout.parse_subject(subject)) is None or layout.tag_name(parsed[0]) != name]
+
+
+def _tag_checks(repo: Path, snapshot_seqs: dict[int, tuple[str, int]]
+                ) -> list[tuple[str, str, str, int, int | None]]:
+    """(tag, its commit, session, the snapshot's seq, the last seq in the tag's tree) of each snapshot tag."""
     tagged = gitrepo.tag_subjects(repo)
-    checks: list[tuple[str, str, int]] = []  # (rev:path, tag, up_to_seq); tags may share a commit
-    out = []
+    checks: list[tuple[str, str, str, int]] = []
     for name, (sha, subject) in sorted(tagged.items()):
         parsed = layout.parse_subject(subject)
         if parsed is None or layout.tag_name(parsed[0]) != name:
-            out.append(f"tag {name}: its message is not a snapshot subject ({subject!r})")
             continue
         snapshot_id, sid, up_to = parsed
         sid, up_to = snapshot_seqs.get(snapshot_id, (sid, up_to))
-        checks.append((f"{sha}:{layout.session_path(sid)}", name, up_to))
-    blobs = dict(gitrepo.read_blobs(repo, sorted({spec for spec, _, _ in checks})))
-    for spec, name, up_to in checks:
-        data = blobs[spec]
-        last = _last_seq(data)
-        if last is None:
-            out.append(f"tag {name}: the last line of {spec.split(':', 1)[1]} is not an archive line")
-        elif last > up_to:
-            out.append(f"tag {name}: its tree holds lines up to seq {last}, beyond the snapshot's seq {up_to}")
-        elif last < up_to and data:
-            out.append(f"tag {name}: its tree holds lines up to seq {last}, short of the snapshot's seq {up_to}")
-    return out
+        checks.append((name, sha, sid, up_to))
+    specs = sorted({f"{sha}:{layout.session_path(sid)}" for _, sha, sid, _ in checks})
+    blobs = dict(gitrepo.read_blobs(repo, specs))
+    return [(name, sha, sid, up_to, _last_seq(blobs[f"{sha}:{layout.session_path(sid)}"]))
+            for name, sha, sid, up_to in checks]
 
 
 def _last_seq(data: bytes | None) -> int | None:
@@ -144,12 +235,12 @@ def _compare(sid: str, a: ArchivedSession | None, row: dict[str, Any] | None,
     return out
 
 
-def read_archive(repo: Path) -> dict[str, ArchivedSession]:
-    """Every session's committed files on main, checked line by line."""
-    files = gitrepo.list_files(repo)
+def read_archive(repo: Path, rev: str = layout.BRANCH) -> dict[str, ArchivedSession]:
+    """Every session's committed files on main (or `rev`), checked line by line."""
+    files = gitrepo.list_files(repo, rev=rev)
     sessions: dict[str, ArchivedSession] = {}
     metas = [p for p in files if p.endswith(".meta.json")]
-    for path, data in gitrepo.read_files(repo, metas):
+    for path, data in gitrepo.read_files(repo, metas, rev=rev):
         sid = Path(path).name.removesuffix(".meta.json")
         s = sessions.setdefault(sid, ArchivedSession(sid))
         try:
@@ -158,10 +249,27 @@ def read_archive(repo: Path) -> dict[str, ArchivedSession]:
         except (McpMemoryError, UnicodeDecodeError) as exc:
             s.problems.append(str(exc))
     jsonl = [p for p in files if p.endswith(".jsonl")]
-    for path, data in gitrepo.read_files(repo, jsonl):
+    for path, data in gitrepo.read_files(repo, jsonl, rev=rev):
         sid = Path(path).name.removesuffix(".jsonl")
-        _check_lines(sessions.setdefault(sid, ArchivedSession(sid)), path, data)
+        if path.startswith(layout.SESSIONS_DIR + "/"):
+            _check_lines(sessions.setdefault(sid, ArchivedSession(sid)), path, data)
+        else:
+            _read_memory(sessions.setdefault(sid, ArchivedSession(sid)), path, data)
     return sessions
+
+
+def _read_memory(s: ArchivedSession, path: str, data: bytes) -> None:
+    kind = "decision" if path.startswith(layout.DECISIONS_DIR + "/") else "context"
+    held, key = (s.decisions, layout.decision_key) if kind == "decision" else (s.context, layout.context_key)
+    for number, raw in enumerate(data.splitlines(), start=1):
+        try:
+            row = layout.parse_memory_line(raw.decode(), where=f"{path}:{number}", kind=kind)
+        except (McpMemoryError, UnicodeDecodeError) as exc:
+            s.problems.append(str(exc))
+            continue
+        if key(row) in held:
+            s.problems.append(f"{path}:{number}: {kind} {key(row)[0]} {key(row)[1]} is on an earlier line too")
+        held[key(row)] = row
 
 
 def _check_lines(s: ArchivedSession, path: str, data: bytes) -> None:

@@ -12,13 +12,17 @@ from ..config import Settings
 from .output import print_json, progress
 
 if TYPE_CHECKING:
+    from ..archive.daemon import Archiver
+    from ..metrics import MetricsServer
     from ..store.db import Database
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     archive = sub.add_parser(
         "archive", help="git archive of snapshots: export loop, status, retry, verify",
-        description="Export snapshots to a git repository (sessions/<id>.jsonl, one commit and tag per snapshot). "
+        description="Export snapshots to a git repository (sessions/<id>.jsonl, decisions/<id>.jsonl, "
+        "context/<id>.jsonl; one commit and tag per snapshot); the automatic snapshot policy ([archive] "
+        "auto_snapshot…) snapshots idle or long sessions that changed since their last snapshot. "
         "Examples:\n"
         "  mcp-memory archive --daemon --repo ~/mcp-archive --remote git@host:me/archive.git\n"
         "  mcp-memory archive --once --repo ~/mcp-archive\n"
@@ -30,6 +34,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                       "another archiver is active")
     mode.add_argument("--once", action="store_true", help="export the pending snapshots, then exit")
     _repo_flags(archive, None, remote=True)
+    archive.add_argument("--metrics-port", type=int, metavar="N", help="serve GET /metrics (Prometheus text "
+                         "format: queue depth, oldest pending job, failed jobs, export lag, connections, this "
+                         "archiver's counts) on this port while running; 0 picks a free port")
+    archive.add_argument("--metrics-host", default="127.0.0.1", metavar="ADDRESS",
+                         help="address of the /metrics server (default 127.0.0.1)")
     archive.add_argument("--crash-at", help=argparse.SUPPRESS)  # crash tests only: SIGKILL at a named point
     actions = archive.add_subparsers(dest="archive_action", metavar="ACTION")
     status = actions.add_parser("status", help="active archiver, queue depth, oldest pending job, failures")
@@ -41,12 +50,16 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     which = retry.add_mutually_exclusive_group(required=True)
     which.add_argument("--job", type=int, metavar="ID", help="re-queue this job")
     which.add_argument("--failed", action="store_true", help="re-queue every failed job")
-    verify = actions.add_parser("verify", help="compare the archive with the database; exit 1 on any difference")
+    verify = actions.add_parser("verify", help="compare the archive (any clone; one with a remote is fetched "
+                                "first) with the database; exit 1 on any difference")
     _repo_flags(verify, argparse.SUPPRESS, remote=False)
     verify.add_argument("--json", action="store_true", help="print one JSON document")
+    verify.add_argument("--repair", action="store_true", help="re-tag each snapshot whose tag holds lines beyond "
+                        "its seq (written by earlier versions); the archiver's next push publishes the tags")
 
     restore = sub.add_parser(
-        "restore", help="rebuild sessions, messages, snapshots and lineage from a git archive",
+        "restore", help="rebuild sessions, messages, snapshots, lineage, decisions (every version) and context "
+        "from a git archive",
         description="Every valid session is restored; a bad line (edited, out of order, unreadable) ends its "
         "session there and is listed as file:line with the reason; the exit code is then 1. "
         "Example: mcp-memory --dsn postgresql://…/new_db restore --from-archive ~/mcp-archive")
@@ -99,10 +112,16 @@ def _run(db: Database, settings: Settings, args: argparse.Namespace) -> int:
         logging.getLogger("mcp_memory").setLevel(logging.INFO)
     db.application_name = f"mcp-memory archiver {worker_name()}"[:63]
     archiver = Archiver(db, options, crash_at=args.crash_at)
-    with stop_on_signals(archiver):
-        summary = archiver.run(once=args.once)
+    server = _metrics_server(db, archiver, args)
+    try:
+        with stop_on_signals(archiver):
+            summary = archiver.run(once=args.once)
+    finally:
+        if server is not None:
+            server.close()
     if args.once:
-        print(f"exported {summary.exported} snapshot(s) ({summary.lines} new line(s)) to {options.repo}; "
+        made = f", {summary.auto_snapshots} made by the automatic snapshot policy" if summary.auto_snapshots else ""
+        print(f"exported {summary.exported} snapshot(s) ({summary.lines} new line(s){made}) to {options.repo}; "
               f"{summary.done} done, {summary.retrying} to retry, {summary.failed} failed")
         for error in summary.errors:
             print(f"  {error}", file=sys.stderr)
@@ -111,6 +130,26 @@ def _run(db: Database, settings: Settings, args: argparse.Namespace) -> int:
                   "(mcp-memory archive status; archive retry --failed)", file=sys.stderr)
             return 1
     return 0
+
+
+def _metrics_server(db: Database, archiver: Archiver, args: argparse.Namespace) -> MetricsServer | None:
+    from ..errors import Invalid
+    from ..metrics import MetricsServer, Registry, archive_samples, cached, pool_samples
+
+    if args.metrics_port is None:
+        return None
+    if not 0 <= args.metrics_port <= 65535:
+        raise Invalid(f"--metrics-port must be 0 to 65535, got {args.metrics_port}")
+    metrics = Registry()
+    metrics.collect(cached(lambda: archive_samples(db)))
+    metrics.collect(lambda: pool_samples(db, "archiver"))
+    metrics.collect(archiver.metric_samples)
+    try:
+        server = MetricsServer(metrics, args.metrics_host, args.metrics_port).start()
+    except OSError as exc:
+        raise Invalid(f"--metrics-port {args.metrics_port}: cannot listen on {args.metrics_host}: {exc}") from None
+    logging.getLogger("mcp_memory").info("metrics at http://%s:%d/metrics", args.metrics_host, server.port)
+    return server
 
 
 def _status(db: Database, settings: Settings, args: argparse.Namespace) -> int:
@@ -140,7 +179,7 @@ def _verify(db: Database, settings: Settings, args: argparse.Namespace) -> int:
     from ..archive.daemon import ArchiverOptions
 
     options = ArchiverOptions.resolve(settings, repo=getattr(args, "repo", None))
-    report = verify.verify(db, options.repo)
+    report = verify.verify(db, options.repo, repair=args.repair)
     if args.json:
         print_json(report.to_json())
     else:

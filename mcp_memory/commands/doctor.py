@@ -48,6 +48,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     checks.append(_capture_check(settings))
     checks.append(_keyring_check())
     checks.append(_archive_check(settings))
+    checks.append(_pooler_check(settings))
     checks.append(_semantic_check(settings))
     failed = [c for c in checks if not c.ok]
     if args.json:
@@ -81,6 +82,18 @@ def _capture_check(settings: Settings) -> Check:
                      "reads the same turns again" + waiting)
     return Check("capture", True, f"the last hook run ({last.get('at')}) failed: [{last.get('code')}] "
                  f"{last.get('error')} (see sync.log)" + waiting, warning=True)
+
+
+def _pooler_check(settings: Settings) -> Check:
+    """Behind PgBouncer (transaction mode), a LISTEN on a pooled connection hears nothing: live tail and
+    read_session waits then poll, and the archiver refuses to start."""
+    if not settings.pgbouncer:
+        return Check("listen", True, "direct connection: live tail and waits wake on appends")
+    if settings.direct_dsn:
+        return Check("listen", True, "behind PgBouncer; LISTEN and the archiver's lease use [database] direct_dsn")
+    return Check("listen", True, "behind PgBouncer without [database] direct_dsn: live tail and read_session waits "
+                 "cannot hear appends (they read again every 0.5 s instead) and the archiver refuses to start — "
+                 "set direct_dsn to a DSN that reaches PostgreSQL directly", warning=True)
 
 
 def _config_check(settings: Settings) -> Check:

@@ -37,6 +37,7 @@ from ..results import (
     View,
 )
 from ..schema import MessageIn, Role
+from ..store.append_listener import AppendListener
 from ..store.db import Database
 from . import context, decisions, embed, hybrid, recall, search, sessions, snapshots, transfers, waiting
 from . import messages as messages_core
@@ -46,7 +47,7 @@ from .sanitize import Cleaner
 
 class Service:
     def __init__(self, db: Database, *, cleaner: Cleaner | None = None, embedder: Provider | None = None,
-                 local: transfers.Local | None = None) -> None:
+                 local: transfers.Local | None = None, append_listener: AppendListener | None = None) -> None:
         self.db = db
         self.local = local  # the caller's machine, for callers on it (core/transfers.py); None: refuse paths
         self.settings: Settings = db.settings
@@ -54,7 +55,8 @@ class Service:
         self.embedder = embedder  # the query/message embedder of semantic search; None: full text only
         self.indexer = Indexer(db)  # the search index follows the appends (core/indexer.py)
         db.before_close(self.indexer.close)
-        self.appends = waiting.AppendWaiter(db)  # wakes read_session(wait_seconds) on appends
+        # wakes read_session(wait_seconds) on appends; `append_listener`: a process-wide one to share
+        self.appends = waiting.AppendWaiter(db, append_listener)
         db.before_close(self.appends.close)
 
     # sessions (each operation's arguments are those of its input model in operations.py)

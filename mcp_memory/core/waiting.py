@@ -14,14 +14,20 @@ from ..store.db import Database
 
 
 class AppendWaiter:
-    """The process's append listener, started on the first wait (most processes never wait)."""
+    """Waits of one service: the channel key is asked in the service's own role (the database answers
+    only for sessions that role reads), the LISTEN is the process's. A service of its own makes its
+    listener, started on the first wait (most processes never wait); the per-token services of
+    serve-http share the server's one listener (`listener`), so however many tokens long-poll at
+    once, they hold one connection for LISTEN, not one each."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, listener: AppendListener | None = None) -> None:
         self.db = db
-        self.listener = AppendListener(db)
+        self._owned = listener is None
+        self.listener = listener or AppendListener(db)
 
     def close(self) -> None:
-        self.listener.close()
+        if self._owned:
+            self.listener.close()
 
 
 def check_wait(wait_seconds: object) -> float:
@@ -42,5 +48,7 @@ def read_or_wait(waiter: AppendWaiter, session_id: str, read: Callable[[], Page]
             remaining = deadline - time.monotonic()
             if page.messages or remaining <= 0:
                 return page
-            appended.wait(remaining)
+            # behind a pooler nothing wakes us (the listener polls): read again every poll_seconds
+            poll = waiter.listener.poll_seconds
+            appended.wait(remaining if poll is None else min(remaining, poll))
             appended.clear()

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+from anyio import CapacityLimiter, to_thread
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -20,6 +21,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from .. import jsoncheck
 from ..errors import Invalid, McpMemoryError
 from ..ui.app import create_ui
+from . import observe
 from .auth import TokenRegistry
 from .body import read_json
 from .errors import error_response, internal_error
@@ -42,6 +44,8 @@ class HttpOptions:
     pool_max: int = 8  # connections shared by every token
     host: str = "127.0.0.1"
     trusted_proxies: tuple[Network, ...] = ()  # X-Forwarded-For is believed only from these
+    max_waits: int = 256  # long-poll reads (wait_seconds) waiting at once, on threads of their own
+    metrics: bool = True  # GET /metrics (Prometheus text format, no token: numbers only)
 
 
 MAX_ID_DIGITS = 18  # an integer path parameter fits PostgreSQL's bigint
@@ -76,14 +80,32 @@ def _result_json(result: Any) -> Any:
     return result.model_dump(mode="json") if hasattr(result, "model_dump") else result
 
 
-def _handler(gate: Gate, endpoint: Endpoint, options: HttpOptions):
+class _WaitLimiter:
+    """The long polls' thread limiter, made in the server's event loop on first use."""
+
+    def __init__(self, size: int) -> None:
+        self.size = max(size, 1)
+        self._limiter: CapacityLimiter | None = None
+
+    def get(self) -> CapacityLimiter:
+        if self._limiter is None:
+            self._limiter = CapacityLimiter(self.size)
+        return self._limiter
+
+
+def _handler(gate: Gate, endpoint: Endpoint, options: HttpOptions, waits: _WaitLimiter):
     async def handle(request: Request) -> Response:
         try:
             token, _ = await gate.admit(request)
             body = await read_json(request, options.max_body_bytes) if request.method != "GET" else None
             call = Call(path=check_path(endpoint, dict(request.path_params)),
                         query=check_query(endpoint, dict(request.query_params)), body=body)
-            result = await run_in_threadpool(gate.run, token, endpoint, call)
+            if call.query.get("wait_seconds"):
+                # a long poll sleeps on a thread of its own pool (no connection held meanwhile), so
+                # that waiting readers never take the threads every other request runs on
+                result = await to_thread.run_sync(gate.run, token, endpoint, call, limiter=waits.get())
+            else:
+                result = await run_in_threadpool(gate.run, token, endpoint, call)
             return JSONResponse(_result_json(result), status_code=endpoint.status)
         except McpMemoryError as exc:
             return error_response(exc)
@@ -139,10 +161,14 @@ def create_app(registry: TokenRegistry, options: HttpOptions | None = None) -> S
                 RateLimiter(options.auth_failures_per_second, options.auth_failure_burst),
                 proxies=TrustedProxies(options.trusted_proxies))
     mcp = McpMount(gate, host=options.host, max_body_bytes=options.max_body_bytes)
+    metrics = observe.registry_for(registry)
     routes = [Route("/openapi.json", _openapi, methods=["GET"]), Route("/healthz", _healthz, methods=["GET"]),
               Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]), Mount("/ui", create_ui(gate))]
+    if options.metrics:
+        routes.append(Route("/metrics", observe.endpoint(metrics), methods=["GET"]))
+    waits = _WaitLimiter(options.max_waits)
     for endpoint in ENDPOINTS:
-        routes.append(Route(endpoint.path, _handler(gate, endpoint, options), methods=list(endpoint.methods),
+        routes.append(Route(endpoint.path, _handler(gate, endpoint, options, waits), methods=list(endpoint.methods),
                             name=endpoint.name))
 
     @contextlib.asynccontextmanager
@@ -154,4 +180,5 @@ def create_app(registry: TokenRegistry, options: HttpOptions | None = None) -> S
                 registry.close()
 
     return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error},
-                     middleware=[Middleware(StrictFraming)])
+                     middleware=[Middleware(StrictFraming),
+                                 Middleware(observe.Measured, metrics=metrics, routes=routes)])

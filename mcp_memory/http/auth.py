@@ -9,7 +9,8 @@ Every request of every token runs on ONE pool of the server's own connections (`
 each transaction starts with `SET LOCAL ROLE <token role>`, so row-level security and the write
 functions see the token's role exactly as on a connection that logged in with it (migration 0007
 reads the caller from the `role` setting), and the number of tokens never bounds the number of
-connections: 200 tokens share the same few.
+connections: 200 tokens share the same few. Long-poll reads (`wait_seconds`) of every token share
+the server's one append listener (one LISTEN connection, woken notifications fanned out in memory).
 """
 
 from __future__ import annotations
@@ -98,7 +99,10 @@ class TokenRegistry:
             service = self._services.get(role)
             if service is None:
                 base = self.shared
-                service = Service(RoleDatabase(base.db, role), cleaner=base.cleaner, embedder=base.embedder)
+                # one LISTEN for the whole server: the shared service's, on its own login (LISTEN needs
+                # no privilege); each role still asks for its channel keys itself
+                service = Service(RoleDatabase(base.db, role), cleaner=base.cleaner, embedder=base.embedder,
+                                  append_listener=base.appends.listener)
                 self._services[role] = service
             self._services.move_to_end(role)
             while len(self._services) > self.max_tokens:

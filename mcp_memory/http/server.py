@@ -47,11 +47,16 @@ def http_options(settings: Settings, host: str) -> HttpOptions:
     defaults = HttpOptions()
     values: dict[str, Any] = {"host": host}
     for key, kind in (("max_body_bytes", int), ("rate_limit", float), ("burst", int), ("recheck_seconds", float),
-                      ("auth_failures_per_second", float), ("auth_failure_burst", int), ("pool_max", int)):
+                      ("auth_failures_per_second", float), ("auth_failure_burst", int), ("pool_max", int),
+                      ("max_waits", int)):
         value = section.get(key, getattr(defaults, key))
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
             raise ConfigError(f"config: http.{key} must be a number ≥ 0, got {value!r}")
         values[key] = kind(value)
+    metrics = section.get("metrics", defaults.metrics)
+    if not isinstance(metrics, bool):
+        raise ConfigError(f"config: http.metrics must be true or false, got {metrics!r}")
+    values["metrics"] = metrics
     proxies = section.get("trusted_proxies", [])
     if not isinstance(proxies, list):
         raise ConfigError(f"config: http.trusted_proxies must be a list of addresses or CIDR networks, got {proxies!r}")

@@ -12,11 +12,12 @@ from contextlib import contextmanager
 import psycopg
 
 from ..errors import McpMemoryError
-from .db import Database
+from .db import Database, through_pooler
 from .sql import q, scalar
 
 log = logging.getLogger(__name__)
 POLL_SECONDS = 0.5  # how often the thread looks up from the socket to see whether it must stop
+POOLED_POLL = 0.5  # how often a waiting reader reads again when LISTEN cannot work (behind a pooler)
 
 
 def channel_key(db: Database, session_id: str) -> str:
@@ -34,6 +35,7 @@ class AppendListener:
         self._conn: psycopg.Connection | None = None
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
+        self.poll_seconds: float | None = None  # set when LISTEN cannot work here (a pooler): readers poll
 
     @contextmanager
     def waiting(self, key: str) -> Iterator[threading.Event]:
@@ -54,9 +56,19 @@ class AppendListener:
                     self._waiters.pop(key, None)
 
     def _ensure_listening(self) -> None:
+        if self.poll_seconds is not None:
+            return  # a pooler in the way: readers poll instead
         if self._conn is not None and not self._conn.closed and self._thread is not None:
             return
         self._conn = self.db.connect(autocommit=True)
+        if through_pooler(self._conn):
+            # A NOTIFY reaches the server connection that ran LISTEN, which the pooler lends to
+            # others between transactions: nothing would ever wake us. Poll instead, and say why.
+            log.warning("append listener: the connection goes through a pooler (PgBouncer); read_session waits "
+                        "poll every %.1fs — set [database] direct_dsn so that they wake on appends", POOLED_POLL)
+            _close(self._conn)
+            self._conn, self.poll_seconds = None, POOLED_POLL
+            return
         self._conn.execute(q("messages_listen"))
         self._stop.clear()
         self._thread = threading.Thread(target=self._run, args=(self._conn,), name="mcp-memory append listener",
@@ -78,6 +90,16 @@ class AppendListener:
                 everyone = [e for waiters in self._waiters.values() for e in waiters]
             self._wake(everyone)
             _close(conn)
+
+    def waiting_count(self) -> int:
+        """Readers waiting now (for /metrics)."""
+        with self._lock:
+            return sum(len(events) for events in self._waiters.values())
+
+    def connected(self) -> int:
+        """1 while the LISTEN connection is open, else 0 (for /metrics)."""
+        with self._lock:
+            return int(self._conn is not None and not self._conn.closed)
 
     def _waiters_of(self, key: str) -> list[threading.Event]:
         with self._lock:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -13,8 +13,8 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from ..errors import McpMemoryError, Unavailable
-from .db import Database, translate_errors
+from ..errors import Invalid, McpMemoryError, Unavailable
+from .db import Database, through_pooler, translate_errors
 from .sql import Statements, q, scalar
 
 log = logging.getLogger(__name__)
@@ -72,6 +72,10 @@ class ArchiveStore(Statements):
     def release_running(self) -> int:
         return self._scalar("archive_release_running")
 
+    def unclaim(self, job_ids: list[int]) -> int:
+        """Claimed jobs back to pending, no attempt counted (they wait for an earlier snapshot)."""
+        return self._scalar("archive_unclaim", {"job_ids": job_ids})
+
     def mark_done(self, job_ids: list[int], commits: list[str]) -> int:
         """The jobs are done; `commits[i]` is the archive commit of `job_ids[i]`."""
         return self._scalar("archive_mark_done", {"job_ids": job_ids, "commits": commits})
@@ -89,6 +93,12 @@ class ArchiveStore(Statements):
         """Seconds until the next pending job is due (negative: already due), None when none is pending."""
         value = scalar(self.conn, q("archive_next_due"), what="archive_next_due")
         return None if value is None else float(value)
+
+    def auto_snapshot(self, *, idle_seconds: float | None, every_messages: int | None,
+                      limit: int) -> list[dict[str, Any]]:
+        """The automatic snapshot policy (lease holder only): the snapshots it made."""
+        return self._all("archive_auto_snapshot", {"idle_seconds": idle_seconds, "every_messages": every_messages,
+                                                   "limit": limit})
 
     def get_job(self, job_id: int) -> dict[str, Any] | None:
         return self._one("archive_get_job", {"job_id": job_id})
@@ -114,27 +124,53 @@ class ArchiveStore(Statements):
     def oldest_pending(self) -> dict[str, Any] | None:
         return self._one("archive_oldest_pending")
 
+    def metrics(self) -> dict[str, Any]:
+        """The numbers of /metrics and of status's backlog (mm_archive_metrics)."""
+        return self._one("archive_metrics") or {}
+
     def failed_jobs(self, limit: int = 100) -> list[dict[str, Any]]:
         return self._all("archive_failed_jobs", {"limit": limit})
 
     # export -----------------------------------------------------------------------------------
-    def begin_consistent_read(self) -> None:
-        """Make the rest of this transaction one snapshot of the database (must be its first statement)."""
-        self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-
     def export_snapshot(self, snapshot_id: int) -> dict[str, Any] | None:
         return self._one("archive_export_snapshot", {"snapshot_id": snapshot_id})
 
-    def export_messages(self, session_id: str, *, after_seq: int, up_to_seq: int) -> Iterator[ExportRow]:
-        """Streamed with a server-side cursor: a 100k-message session never sits in memory at once."""
-        params = {"session_id": session_id, "after_seq": after_seq, "up_to_seq": up_to_seq}
+    def export_page(self, session_id: str, *, after_seq: int, up_to_seq: int, limit: int,
+                    max_bytes: int) -> list[ExportRow]:
+        """The session's own rows after `after_seq`, up to `up_to_seq`, in seq order: at most `limit`
+        rows and about `max_bytes` of payload (at least one row), streamed by a server-side cursor."""
+        params = {"session_id": session_id, "after_seq": after_seq, "up_to_seq": up_to_seq, "limit": limit}
+        page: list[ExportRow] = []
+        size = 0
         with self.conn.cursor(name="archive_export", withhold=False) as cur:
-            cur.itersize = 2000
-            cur.execute(q("archive_export_messages"), params)
-            for seq, append_id, payload, digest, created_at in cur:
-                yield ExportRow(seq, append_id, payload, bytes(digest), created_at)
+            cur.itersize = 500
+            cur.execute(q("archive_export_page"), params)
+            for seq, append_id, payload, digest, created_at, length in cur:
+                page.append(ExportRow(seq, append_id, payload, bytes(digest), created_at))
+                size += length
+                if size >= max_bytes:
+                    break
+        return page
+
+    def export_decisions(self, session_id: str) -> list[dict[str, Any]]:
+        """Every version of the session's decisions, each as the row it was."""
+        return [row["row"] for row in self._all("archive_export_decisions", {"session_id": session_id})]
+
+    def export_context(self, session_id: str) -> list[dict[str, Any]]:
+        return [row["row"] for row in self._all("archive_export_context", {"session_id": session_id})]
 
     # verify -----------------------------------------------------------------------------------
+    def memory_rows(self, session_ids: list[str]) -> tuple[dict[str, list[dict[str, Any]]],
+                                                           dict[str, list[dict[str, Any]]]]:
+        """(decision versions, context revisions) per session, for verify."""
+        decisions: dict[str, list[dict[str, Any]]] = {}
+        context: dict[str, list[dict[str, Any]]] = {}
+        for row in self._all("archive_all_decisions", {"session_ids": session_ids}):
+            decisions.setdefault(row["session_id"], []).append(row["row"])
+        for row in self._all("archive_all_context", {"session_ids": session_ids}):
+            context.setdefault(row["session_id"], []).append(row["row"])
+        return decisions, context
+
     def done_watermarks(self) -> dict[str, tuple[int, list[int]]]:
         return {row["session_id"]: (row["up_to_seq"], row["snapshot_ids"]) for row in self._all("archive_done_watermarks")}
 
@@ -174,6 +210,17 @@ class ArchiveStore(Statements):
                                 r.payload_hash, r.created_at))
         return self.conn.execute(q("restore_insert_messages")).rowcount
 
+    def restore_decision(self, *, session_id: str, project_id: str, row: dict[str, Any], tsv: str,
+                         first: bool) -> int:
+        """One archived decision version: the first inserts the decision, later ones update it."""
+        name = "restore_insert_decision" if first else "restore_update_decision"
+        params = {"session_id": session_id, "project_id": project_id, "row": Jsonb(row), "tsv": tsv}
+        return self.conn.execute(q(name), params).rowcount
+
+    def restore_context(self, *, session_id: str, project_id: str, row: dict[str, Any]) -> int:
+        params = {"session_id": session_id, "project_id": project_id, "row": Jsonb(row)}
+        return self.conn.execute(q("restore_insert_context"), params).rowcount
+
     def restore_snapshot(self, snapshot: dict[str, Any]) -> None:
         params = dict(snapshot)
         params["meta"] = Jsonb(params.get("meta") or {})
@@ -188,6 +235,19 @@ class ArchiveStore(Statements):
 
     def reset_snapshot_identity(self) -> None:
         self.conn.execute(q("restore_reset_identity"))
+
+
+class PooledConnection(Invalid):
+    """A connection that must stay on one server backend goes through a pooler."""
+
+
+def refuse_pooled(conn: psycopg.Connection, what: str) -> None:
+    """Raise PooledConnection when `conn` reaches PostgreSQL through a pooler (db.through_pooler)."""
+    if through_pooler(conn):
+        raise PooledConnection(
+            f"{what} must stay on one PostgreSQL connection, but this DSN goes through a connection pooler "
+            "(PgBouncer): its session would move between server connections and hold the lease for nobody. "
+            "Set [database] direct_dsn to a DSN that reaches PostgreSQL directly (and pgbouncer = true)")
 
 
 class LeaderLock:
@@ -214,13 +274,23 @@ class LeaderLock:
             return bool(scalar(self.conn, q("archive_try_lock"), {"worker": self.worker, "lease": self.lease},
                                what="archive_try_lock"))
 
+    def connect(self) -> psycopg.Connection:
+        """The lease's own connection (opened when missing); PooledConnection when it goes through
+        a pooler, where the lease could not stay on it."""
+        if self.conn is None or self.conn.closed:
+            self.owned = False
+            self.conn = self.db.connect(autocommit=True, keepalives=1, keepalives_idle=5,
+                                        keepalives_interval=2, keepalives_count=3)
+            refuse_pooled(self.conn, "the archiver's lease")
+        return self.conn
+
     def try_acquire(self) -> bool:
         try:
-            if self.conn is None or self.conn.closed:
-                self.owned = False
-                self.conn = self.db.connect(autocommit=True, keepalives=1, keepalives_idle=5,
-                                            keepalives_interval=2, keepalives_count=3)
+            self.connect()
             got = self._ask()
+        except PooledConnection:
+            self.release()
+            raise
         except (McpMemoryError, psycopg.Error) as exc:
             log.warning("archiver lock: %s", exc)
             self.release()

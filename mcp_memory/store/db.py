@@ -58,11 +58,20 @@ class Database:
     def masked_dsn(self) -> str:
         return mask_dsn(self._dsn) if self._dsn else self.settings.describe_dsn()
 
+    def direct_dsn(self) -> str:
+        """Where connections that keep session state go (LISTEN, the archiver's lease): `[database]
+        direct_dsn` when `dsn` points at a pooler, else the DSN in use."""
+        if self.settings.direct_dsn and not self.settings.embedded:
+            return with_password(self.settings.direct_dsn, self.settings.password,
+                                 fallback_file=self.settings.credentials_file)
+        return self.dsn()
+
     def connect(self, **kwargs: Any) -> psycopg.Connection:
-        """A direct connection (not pooled): for LISTEN, advisory locks, migrations, admin work."""
+        """A direct connection (not pooled, past any pooler: direct_dsn): for LISTEN, the archiver's
+        lease, migrations, admin work."""
         with translate_errors():
             return psycopg.connect(
-                self.dsn(),
+                self.direct_dsn(),
                 connect_timeout=max(1, int(self.settings.connect_timeout)),
                 application_name=self.application_name,
                 **{**self._pooler_options(), **kwargs},
@@ -75,11 +84,14 @@ class Database:
 
     def _timeout_options(self) -> dict[str, object]:
         """Server-side limits of every pooled call: `statement_timeout` and `lock_timeout` (PgBouncer
-        does not pass startup options: there they are the pool's own settings)."""
+        does not pass startup options: there each transaction sets them, SET LOCAL)."""
         if self.settings.pgbouncer:
             return {}
         ms = [int(self.settings.statement_timeout * 1000), int(self.settings.lock_timeout * 1000)]
         return {"options": f"-c statement_timeout={ms[0]} -c lock_timeout={ms[1]}"}
+
+    def _timeout_settings(self) -> tuple[str, str]:
+        return (f"{int(self.settings.statement_timeout * 1000)}ms", f"{int(self.settings.lock_timeout * 1000)}ms")
 
     def pool(self) -> ConnectionPool:
         with self._lock:
@@ -109,6 +121,13 @@ class Database:
             )
             pool.open(wait=False)
             return pool
+
+    def pool_stats(self) -> dict[str, int]:
+        """The pool's own counts (pool_size, pool_available, pool_max, requests_waiting …); empty
+        before the first call opened it."""
+        with self._lock:
+            pool = self._pool
+        return dict(pool.get_stats()) if pool is not None else {}
 
     def ensure_schema(self) -> None:
         """Apply pending migrations when auto_migrate is on (always for the embedded default)."""
@@ -143,6 +162,10 @@ class Database:
             with translate_errors(), self.pool().connection() as conn:
                 if bounded:
                     armed = WATCHDOG.arm(conn, self.settings.call_timeout)
+                    if self.settings.pgbouncer:
+                        # PgBouncer passes no startup options: the limits are set per transaction
+                        conn.execute("SELECT set_config('statement_timeout', %s, true), "
+                                     "set_config('lock_timeout', %s, true)", self._timeout_settings())
                 else:
                     conn.execute("SET LOCAL statement_timeout = 0")
                     conn.execute("SET LOCAL lock_timeout = 0")
@@ -184,6 +207,15 @@ class Database:
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.close()
+
+
+def through_pooler(conn: psycopg.Connection) -> bool:
+    """True when `conn` reaches PostgreSQL through a pooler: a server names its backend's process id
+    to the client at login, PgBouncer hands out a key of its own, so the backend that answers is
+    not the one named."""
+    with translate_errors():
+        row = conn.execute("SELECT pg_backend_pid()").fetchone()
+    return row is None or conn.info.backend_pid != row[0]
 
 
 IDLE_CHECK_SECONDS = 1.0

@@ -12,6 +12,12 @@ same run on the same server: raw psycopg COPY TO STDOUT / SELECT of the same row
 (c) for information: 1k more lines on the single 100k-line session of (a). Git stores a file as one
     blob, so `git add` re-hashes that session's whole file: the cost follows the size of the touched
     session's file, never the size of the archive.
+
+    python scripts/bench/archive_export.py --large 600000
+
+only exports one session of that many messages with the default call_timeout (8 s) through the
+archiver, as `archive --once` does (pages of reads, each its own short transaction), and reports
+the time, the pages and the longest page.
 """
 
 from __future__ import annotations
@@ -136,11 +142,49 @@ def run(dsn: str, *, quick: bool) -> dict:
     return out
 
 
+def large(dsn: str, n: int) -> dict:
+    from mcp_memory.archive.daemon import Archiver, ArchiverOptions, AutoSnapshot
+    from mcp_memory.store.archive_store import ArchiveStore
+
+    work = Path(tempfile.mkdtemp(prefix="mm-archive-large-"))
+    svc = build(load_settings(dsn=dsn, environ={}))
+    pages: list[float] = []
+    original = ArchiveStore.export_page
+
+    def timed(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        t = time.perf_counter()
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            pages.append(time.perf_counter() - t)
+
+    ArchiveStore.export_page = timed  # type: ignore[method-assign]
+    try:
+        sid = svc.create_session("bench").session_id
+        t = time.perf_counter()
+        for start in range(0, n, 100_000):
+            fill(dsn, sid, "bench", start, min(100_000, n - start))
+        fill_s = time.perf_counter() - t
+        svc.create_snapshot(sid, "large")
+        t = time.perf_counter()
+        summary = Archiver(svc.db, ArchiverOptions(repo=work / "archive", auto=AutoSnapshot(enabled=False))).run(
+            once=True)
+        secs = time.perf_counter() - t
+    finally:
+        ArchiveStore.export_page = original  # type: ignore[method-assign]
+        svc.db.close()
+        shutil.rmtree(work, ignore_errors=True)
+    return {"messages": n, "fill_s": round(fill_s, 1), "export_s": round(secs, 1), "lines": summary.lines,
+            "failed": summary.failed, "errors": summary.errors, "call_timeout_s": svc.settings.call_timeout,
+            "pages": len(pages), "longest_page_s": round(max(pages, default=0), 3)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dsn", help="a server where this role may CREATE DATABASE (default: embedded)")
     parser.add_argument("--quick", action="store_true", help="smaller sizes (20k / 100k lines)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--large", type=int, metavar="N", help="only: export one session of N messages")
     args = parser.parse_args()
     home = None
     admin = args.dsn
@@ -154,6 +198,9 @@ def main() -> None:
             conn.execute(f'CREATE DATABASE "{name}"')
         dsn = make_conninfo(admin, dbname=name)
         migrate.migrate(dsn)
+        if args.large:
+            print(json.dumps(large(dsn, args.large), indent=2))
+            return
         result = run(dsn, quick=args.quick)
     finally:
         with psycopg.connect(admin, autocommit=True) as conn:

@@ -75,12 +75,6 @@ SELECT n.snapshot_id, n.session_id, n.project_id, n.up_to_seq, n.commit_msg, n.m
 FROM snapshots n JOIN sessions s ON s.session_id = n.session_id
 WHERE n.snapshot_id = %(snapshot_id)s;
 
--- name: archive_export_messages
--- The session's own rows after the archive's watermark, up to the snapshot.
-SELECT seq, append_id, payload, payload_hash, created_at FROM messages
-WHERE session_id = %(session_id)s AND seq > %(after_seq)s AND seq <= %(up_to_seq)s
-ORDER BY seq;
-
 -- name: archive_done_watermarks
 -- Per session: the highest snapshot watermark whose export is done (what the archive must hold).
 SELECT n.session_id, max(n.up_to_seq) AS up_to_seq, array_agg(n.snapshot_id ORDER BY n.snapshot_id) AS snapshot_ids
@@ -153,3 +147,66 @@ WHERE s.session_id = ANY(%(session_ids)s);
 SELECT setval(pg_get_serial_sequence('snapshots', 'snapshot_id'),
               coalesce((SELECT max(snapshot_id) FROM snapshots), 1),
               (SELECT max(snapshot_id) FROM snapshots) IS NOT NULL);
+
+-- name: archive_auto_snapshot
+-- The automatic snapshot policy (migration 0016), run on the lease holder's connection.
+SELECT snapshot_id, session_id, up_to_seq
+FROM mm_auto_snapshot(%(idle_seconds)s::float8, %(every_messages)s::bigint, %(limit)s::integer);
+
+-- name: archive_export_decisions
+-- Every version of the session's decisions (migration 0016), as each version was written.
+SELECT row FROM decision_versions WHERE session_id = %(session_id)s ORDER BY decision_id, version;
+
+-- name: archive_export_context
+-- Every revision of the session's context keys.
+SELECT to_jsonb(c) AS row FROM session_context c WHERE c.session_id = %(session_id)s ORDER BY c.key, c.revision;
+
+-- name: archive_all_decisions
+SELECT session_id, row FROM decision_versions WHERE session_id = ANY(%(session_ids)s);
+
+-- name: archive_all_context
+SELECT c.session_id, to_jsonb(c) AS row FROM session_context c WHERE c.session_id = ANY(%(session_ids)s);
+
+-- name: restore_insert_decision
+-- The first archived version of a decision; the versions trigger records it again in decision_versions.
+INSERT INTO decisions (session_id, decision_id, project_id, message_seq, decision_type, summary, status, rationale,
+                       alternatives, supersedes, superseded_by, metadata, visibility, version, tsv, created_by,
+                       created_at, updated_at)
+SELECT %(session_id)s, r.decision_id, %(project_id)s, r.message_seq, r.decision_type, r.summary, r.status,
+       r.rationale, coalesce(r.alternatives, '[]'), r.supersedes, r.superseded_by, coalesce(r.metadata, '{}'),
+       coalesce(r.visibility, 'team'), r.version, %(tsv)s::tsvector, coalesce(r.created_by, current_user),
+       coalesce(r.created_at, now()), coalesce(r.updated_at, r.created_at, now())
+FROM jsonb_populate_record(NULL::decisions, %(row)s) AS r
+ON CONFLICT DO NOTHING;
+
+-- name: restore_update_decision
+-- A later version: applied only over an earlier one (restore --force never goes back).
+UPDATE decisions d
+SET message_seq = r.message_seq, decision_type = r.decision_type, summary = r.summary, status = r.status,
+    rationale = r.rationale, alternatives = coalesce(r.alternatives, '[]'), supersedes = r.supersedes,
+    superseded_by = r.superseded_by, metadata = coalesce(r.metadata, '{}'), visibility = coalesce(r.visibility, 'team'),
+    version = r.version, tsv = %(tsv)s::tsvector, updated_at = coalesce(r.updated_at, now())
+FROM jsonb_populate_record(NULL::decisions, %(row)s) AS r
+WHERE d.session_id = %(session_id)s AND d.decision_id = r.decision_id AND d.version < r.version;
+
+-- name: restore_insert_context
+INSERT INTO session_context (session_id, key, revision, project_id, value, created_by, created_at)
+SELECT %(session_id)s, r.key, r.revision, %(project_id)s, r.value, coalesce(r.created_by, current_user),
+       coalesce(r.created_at, now())
+FROM jsonb_populate_record(NULL::session_context, %(row)s) AS r
+ON CONFLICT DO NOTHING;
+
+-- name: archive_unclaim
+SELECT mm_archive_unclaim(%(job_ids)s::bigint[]);
+
+-- name: archive_export_page
+-- One page of the session's own rows after a seq, up to the snapshot (export reads in pages).
+SELECT seq, append_id, payload, payload_hash, created_at, octet_length(payload::text) FROM messages
+WHERE session_id = %(session_id)s AND seq > %(after_seq)s AND seq <= %(up_to_seq)s
+ORDER BY seq
+LIMIT %(limit)s;
+
+-- name: archive_metrics
+SELECT pending, running, done, failed, oldest_pending_seconds, unarchived_sessions, unarchived_messages,
+       unarchived_oldest_seconds
+FROM mm_archive_metrics();
