@@ -100,15 +100,15 @@ CREATE FUNCTION public.mm_apply_policies(tbl regclass, readable text, writable t
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
 BEGIN
-    EXECUTE format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY', tbl);
-    EXECUTE format('DROP POLICY IF EXISTS mm_read ON %s', tbl);
-    EXECUTE format('DROP POLICY IF EXISTS mm_insert ON %s', tbl);
-    EXECUTE format('DROP POLICY IF EXISTS mm_update ON %s', tbl);
-    EXECUTE format('DROP POLICY IF EXISTS mm_delete ON %s', tbl);
-    EXECUTE format('CREATE POLICY mm_read ON %s FOR SELECT USING (%s)', tbl, readable);
-    EXECUTE format('CREATE POLICY mm_insert ON %s FOR INSERT WITH CHECK (%s)', tbl, writable);
-    EXECUTE format('CREATE POLICY mm_update ON %s FOR UPDATE USING (%s) WITH CHECK (%s)', tbl, writable, writable);
-    EXECUTE format('CREATE POLICY mm_delete ON %s FOR DELETE USING (%s)', tbl, writable);
+    EXECUTE pg_catalog."format"('ALTER TABLE %s ENABLE ROW LEVEL SECURITY', tbl);
+    EXECUTE pg_catalog."format"('DROP POLICY IF EXISTS mm_read ON %s', tbl);
+    EXECUTE pg_catalog."format"('DROP POLICY IF EXISTS mm_insert ON %s', tbl);
+    EXECUTE pg_catalog."format"('DROP POLICY IF EXISTS mm_update ON %s', tbl);
+    EXECUTE pg_catalog."format"('DROP POLICY IF EXISTS mm_delete ON %s', tbl);
+    EXECUTE pg_catalog."format"('CREATE POLICY mm_read ON %s FOR SELECT USING (%s)', tbl, readable);
+    EXECUTE pg_catalog."format"('CREATE POLICY mm_insert ON %s FOR INSERT WITH CHECK (%s)', tbl, writable);
+    EXECUTE pg_catalog."format"('CREATE POLICY mm_update ON %s FOR UPDATE USING (%s) WITH CHECK (%s)', tbl, writable, writable);
+    EXECUTE pg_catalog."format"('CREATE POLICY mm_delete ON %s FOR DELETE USING (%s)', tbl, writable);
 END $$;
 
 CREATE FUNCTION public.mm_archive_acquire(p_worker text, p_lease double precision) RETURNS boolean
@@ -152,6 +152,8 @@ CREATE FUNCTION public.mm_archive_claim(p_worker text, p_lease double precision,
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
+DECLARE
+    due timestamptz := least(pg_catalog.now(), p_due_before);
 BEGIN
     PERFORM mm_require_archive_leader();
     IF p_limit IS NULL OR p_limit < 1 OR p_limit > 10000 THEN
@@ -160,16 +162,20 @@ BEGIN
     RETURN QUERY
     WITH next AS (
         SELECT j.job_id FROM export_jobs j
-        WHERE ((j.status = 'pending' AND j.run_after <= least(now(), p_due_before))
-               OR (j.status = 'running' AND j.lease_until < now()))
+        WHERE ((j.status = 'pending' AND j.run_after <= due)
+               OR (j.status = 'running' AND j.lease_until < pg_catalog.now()))
           AND mm_may_read(j.project_id)
+          AND NOT EXISTS (SELECT 1 FROM export_jobs e
+                          WHERE e.session_id = j.session_id AND e.snapshot_id < j.snapshot_id
+                            AND ((e.status = 'pending' AND e.run_after > due)
+                                 OR (e.status = 'running' AND e.lease_until >= pg_catalog.now())))
         ORDER BY j.snapshot_id
         LIMIT p_limit
         FOR UPDATE SKIP LOCKED
     )
     UPDATE export_jobs j
-    SET status = 'running', locked_by = left(p_worker, 200),
-        lease_until = now() + make_interval(secs => greatest(p_lease, 1))
+    SET status = 'running', locked_by = pg_catalog."left"(p_worker, 200),
+        lease_until = pg_catalog.now() + pg_catalog.make_interval(secs => greatest(p_lease, 1::float8))
     FROM next
     WHERE j.job_id = next.job_id
     RETURNING j.job_id, j.snapshot_id, j.session_id, j.attempts;
@@ -183,7 +189,7 @@ DECLARE
     n integer;
 BEGIN
     PERFORM mm_require_archive_leader();
-    UPDATE export_jobs SET lease_until = now() + make_interval(secs => greatest(p_lease, 1))
+    UPDATE export_jobs SET lease_until = pg_catalog."now"() + pg_catalog."make_interval"(secs => greatest(p_lease, 1))
     WHERE locked_by = p_worker AND status = 'running' AND mm_may_read(project_id);
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;
@@ -198,7 +204,7 @@ DECLARE
 BEGIN
     PERFORM mm_require_archive_leader();
     UPDATE export_jobs
-    SET status = 'done', locked_by = NULL, lease_until = NULL, last_error = NULL, finished_at = now()
+    SET status = 'done', locked_by = NULL, lease_until = NULL, last_error = NULL, finished_at = pg_catalog."now"()
     WHERE job_id = ANY (p_job_ids) AND status = 'running' AND mm_may_read(project_id);
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;
@@ -212,14 +218,14 @@ DECLARE
     n integer;
 BEGIN
     PERFORM mm_require_archive_leader();
-    IF coalesce(array_length(p_job_ids, 1), 0) <> coalesce(array_length(p_commits, 1), 0) THEN
-        RAISE EXCEPTION 'one commit per job: % jobs, % commits', coalesce(array_length(p_job_ids, 1), 0),
-            coalesce(array_length(p_commits, 1), 0) USING ERRCODE = 'MM400';
+    IF coalesce(pg_catalog.array_length(p_job_ids, 1), 0) <> coalesce(pg_catalog.array_length(p_commits, 1), 0) THEN
+        RAISE EXCEPTION 'one commit per job: % jobs, % commits', coalesce(pg_catalog.array_length(p_job_ids, 1), 0),
+            coalesce(pg_catalog.array_length(p_commits, 1), 0) USING ERRCODE = 'MM400';
     END IF;
     UPDATE export_jobs j
-    SET status = 'done', locked_by = NULL, lease_until = NULL, last_error = NULL, finished_at = now(),
+    SET status = 'done', locked_by = NULL, lease_until = NULL, last_error = NULL, finished_at = pg_catalog.now(),
         commit_sha = nullif(c.sha, '')
-    FROM unnest(p_job_ids, p_commits) AS c(job_id, sha)
+    FROM ROWS FROM (pg_catalog.unnest(p_job_ids), pg_catalog.unnest(p_commits)) AS c(job_id, sha)
     WHERE j.job_id = c.job_id AND j.status = 'running' AND mm_may_read(j.project_id);
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;
@@ -235,14 +241,45 @@ BEGIN
     PERFORM mm_require_archive_leader();
     UPDATE export_jobs
     SET attempts = attempts + 1,
-        last_error = left(p_error, 2000),
+        last_error = pg_catalog."left"(p_error, 2000),
         status = CASE WHEN p_give_up THEN 'failed' ELSE 'pending' END,
-        finished_at = CASE WHEN p_give_up THEN now() END,
-        run_after = now() + make_interval(secs => greatest(coalesce(p_delay, 0), 0)),
+        finished_at = CASE WHEN p_give_up THEN pg_catalog."now"() END,
+        run_after = pg_catalog."now"() + pg_catalog."make_interval"(secs => greatest(coalesce(p_delay, 0), 0)),
         locked_by = NULL, lease_until = NULL
     WHERE job_id = p_job_id AND status = 'running' AND mm_may_read(project_id)
     RETURNING status INTO result;
     RETURN result;
+END $$;
+
+CREATE FUNCTION public.mm_archive_metrics() RETURNS TABLE(pending bigint, running bigint, done bigint, failed bigint, oldest_pending_seconds double precision, unarchived_sessions bigint, unarchived_messages bigint, unarchived_oldest_seconds double precision)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    who text := mm_caller();
+    everything boolean := mm_is_owner(who)
+        OR (pg_catalog.to_regrole('mcp_memory_gateway') IS NOT NULL
+            AND pg_catalog.pg_has_role(who::name, 'mcp_memory_gateway'::name, 'MEMBER'::text));
+BEGIN
+    SELECT pg_catalog.count(*) FILTER (WHERE j.status = 'pending'), pg_catalog.count(*) FILTER (WHERE j.status = 'running'),
+           pg_catalog.count(*) FILTER (WHERE j.status = 'done'), pg_catalog.count(*) FILTER (WHERE j.status = 'failed'),
+           coalesce(pg_catalog.max(EXTRACT(epoch FROM pg_catalog.now() - j.created_at)::float8)
+                    FILTER (WHERE j.status IN ('pending', 'running')), 0)
+      INTO pending, running, done, failed, oldest_pending_seconds
+      FROM export_jobs j WHERE everything OR mm_may_read(j.project_id);
+    SELECT pg_catalog.count(*), coalesce(pg_catalog.sum(greatest(x.last_seq - x.archived, 0)), 0)::bigint,
+           coalesce(EXTRACT(epoch FROM pg_catalog.now() - pg_catalog.min(x.updated_at))::float8, 0)
+      INTO unarchived_sessions, unarchived_messages, unarchived_oldest_seconds
+      FROM (SELECT s.last_seq, s.updated_at, s.memory_changes,
+                   coalesce(d.up_to_seq, s.fork_seq, 0) AS archived, d.memory_changes AS archived_changes,
+                   d.up_to_seq IS NULL AS never
+            FROM sessions s
+            LEFT JOIN LATERAL (SELECT n.up_to_seq, n.memory_changes FROM snapshots n
+                               JOIN export_jobs j ON j.snapshot_id = n.snapshot_id AND j.status = 'done'
+                               WHERE n.session_id = s.session_id ORDER BY n.snapshot_id DESC LIMIT 1) d ON true
+            WHERE everything OR mm_may_read(s.project_id)) x
+     WHERE x.never OR x.last_seq > x.archived OR x.memory_changes > coalesce(x.archived_changes, -1);
+    RETURN NEXT;
 END $$;
 
 CREATE FUNCTION public.mm_archive_nodes() RETURNS TABLE(worker text, role_name text, pid integer, client text, last_seen timestamp with time zone, leader boolean, alive boolean, since timestamp with time zone, lease_until timestamp with time zone)
@@ -293,18 +330,83 @@ BEGIN
     PERFORM mm_require_archiver();
     RETURN QUERY
     UPDATE export_jobs
-    SET status = 'pending', attempts = 0, last_error = NULL, run_after = now(), finished_at = NULL,
+    SET status = 'pending', attempts = 0, last_error = NULL, run_after = pg_catalog."now"(), finished_at = NULL,
         locked_by = NULL, lease_until = NULL
     WHERE (job_id = p_job_id OR (p_job_id IS NULL AND status = 'failed'))
       AND status IN ('pending', 'failed') AND mm_may_read(project_id)
     RETURNING job_id;
 END $$;
 
+CREATE FUNCTION public.mm_archive_unclaim(p_job_ids bigint[]) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    n integer;
+BEGIN
+    PERFORM mm_require_archive_leader();
+    UPDATE export_jobs SET status = 'pending', locked_by = NULL, lease_until = NULL
+    WHERE job_id = ANY (p_job_ids) AND status = 'running' AND mm_may_read(project_id);
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END $$;
+
+CREATE FUNCTION public.mm_auto_snapshot(p_idle_seconds double precision, p_every_messages bigint, p_limit integer) RETURNS TABLE(snapshot_id bigint, session_id text, up_to_seq bigint)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    s sessions;
+    snap snapshots;
+    made integer := 0;
+BEGIN
+    PERFORM mm_require_archive_leader();
+    IF p_limit IS NULL OR p_limit < 1 OR p_limit > 10000 THEN
+        RAISE EXCEPTION 'limit must be between 1 and 10000' USING ERRCODE = 'MM400';
+    END IF;
+    FOR s IN
+        SELECT x.* FROM sessions x
+        LEFT JOIN LATERAL (SELECT n.up_to_seq, n.memory_changes FROM snapshots n
+                           WHERE n.session_id = x.session_id ORDER BY n.snapshot_id DESC LIMIT 1) last ON true
+        WHERE mm_may_read(x.project_id)
+          AND (last.up_to_seq IS NULL OR x.last_seq > last.up_to_seq
+               OR x.memory_changes > coalesce(last.memory_changes, -1))
+          AND ((p_idle_seconds IS NOT NULL AND x.updated_at <= pg_catalog.now()
+                                                               - pg_catalog.make_interval(secs => p_idle_seconds))
+               OR (coalesce(p_every_messages, 0) > 0
+                   AND x.last_seq - coalesce(last.up_to_seq, x.fork_seq, 0) >= p_every_messages))
+        ORDER BY x.updated_at
+        LIMIT p_limit
+        FOR UPDATE OF x SKIP LOCKED
+    LOOP
+        INSERT INTO snapshots AS n (session_id, project_id, up_to_seq, commit_msg, meta, created_by)
+        VALUES (s.session_id, s.project_id, s.last_seq, 'automatic snapshot', '{"auto": true}'::jsonb, mm_caller())
+        RETURNING * INTO snap;
+        INSERT INTO export_jobs (snapshot_id, session_id, project_id)
+        VALUES (snap.snapshot_id, snap.session_id, snap.project_id);
+        snapshot_id := snap.snapshot_id;
+        session_id := snap.session_id;
+        up_to_seq := snap.up_to_seq;
+        made := made + 1;
+        RETURN NEXT;
+    END LOOP;
+    IF made > 0 THEN
+        PERFORM pg_catalog.pg_notify('mcp_memory_export'::text, ''::text);
+    END IF;
+END $$;
+
+CREATE FUNCTION public.mm_bump_memory(p_session_id text) RETURNS void
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    UPDATE sessions SET memory_changes = memory_changes + 1 WHERE session_id = p_session_id
+$$;
+
 CREATE FUNCTION public.mm_caller() RETURNS text
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
-    SELECT CASE WHEN current_setting('role') = 'none' THEN session_user::text ELSE current_setting('role') END
+    SELECT CASE WHEN pg_catalog."current_setting"('role') = 'none' THEN session_user::text ELSE pg_catalog."current_setting"('role') END
 $$;
 
 CREATE FUNCTION public.mm_canonical_json(j jsonb) RETURNS text
@@ -408,6 +510,15 @@ CREATE FUNCTION public.mm_check_token(p_role text, p_digest bytea) RETURNS boole
           AND (r.rolvaliduntil IS NULL OR r.rolvaliduntil > pg_catalog.now()))
 $$;
 
+CREATE FUNCTION public.mm_context_changed() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM mm_bump_memory(NEW.session_id);
+    RETURN NULL;
+END $$;
+
 CREATE TABLE public.sessions (
     session_id text NOT NULL,
     project_id text NOT NULL,
@@ -421,6 +532,7 @@ CREATE TABLE public.sessions (
     created_by text DEFAULT CURRENT_USER NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    memory_changes bigint DEFAULT 0 NOT NULL,
     CONSTRAINT sessions_check CHECK (((parent_session_id IS NULL) = (fork_seq IS NULL))),
     CONSTRAINT sessions_fork_seq_check CHECK ((fork_seq >= 0)),
     CONSTRAINT sessions_last_seq_check CHECK ((last_seq >= 0)),
@@ -486,7 +598,7 @@ BEGIN
     IF EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = tbl AND attname = 'visibility' AND NOT attisdropped)
        AND EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = tbl AND attname = 'created_by' AND NOT attisdropped)
     THEN
-        readable := format('(visibility = ''public'' OR (%s AND (visibility <> ''private'' OR created_by = current_user)))',
+        readable := pg_catalog."format"('(visibility = ''public'' OR (%s AND (visibility <> ''private'' OR created_by = current_user)))',
                            readable);
     END IF;
     PERFORM mm_apply_policies(tbl, readable, writable);
@@ -517,19 +629,19 @@ BEGIN
     WITH gone AS (
         DELETE FROM message_search WHERE session_id = p_session_id RETURNING project_id, doc_len, tsv
     ), terms AS (
-        SELECT g.project_id, u.lexeme AS term, count(*) AS df FROM gone g, unnest(g.tsv) AS u GROUP BY 1, 2
+        SELECT g.project_id, u.lexeme AS term, pg_catalog."count"(*) AS df FROM gone g, pg_catalog."unnest"(g.tsv) AS u GROUP BY 1, 2
     ), term_stats AS (
         UPDATE search_term_stats t SET df = t.df - x.df FROM terms x
         WHERE t.term = x.term AND t.project_id = x.project_id AND t.shard = p_shard
     ), doc_stats AS (
         UPDATE search_doc_stats d SET docs = d.docs - x.docs, total_len = d.total_len - x.total_len
-        FROM (SELECT project_id, count(*) AS docs, sum(doc_len) AS total_len FROM gone GROUP BY project_id) AS x
+        FROM (SELECT project_id, pg_catalog."count"(*) AS docs, pg_catalog."sum"(doc_len) AS total_len FROM gone GROUP BY project_id) AS x
         WHERE d.project_id = x.project_id AND d.shard = p_shard
     )
     INSERT INTO search_progress AS p (session_id, project_id, indexed_seq, stored_seq)
     VALUES (p_session_id, s.project_id, coalesce(s.fork_seq, 0), s.last_seq)
     ON CONFLICT (session_id) DO UPDATE SET indexed_seq = excluded.indexed_seq, stored_seq = excluded.stored_seq,
-                                           updated_at = now();
+                                           updated_at = pg_catalog."now"();
 END $$;
 
 CREATE FUNCTION public.mm_fork(p_snapshot_id bigint, p_session_id text, p_agent_source text, p_title text, p_meta jsonb) RETURNS SETOF public.sessions
@@ -561,11 +673,11 @@ CREATE FUNCTION public.mm_grant_table(tbl regclass, deletable boolean DEFAULT tr
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
 BEGIN
-    IF to_regrole('mcp_memory_rw') IS NULL THEN
+    IF pg_catalog."to_regrole"('mcp_memory_rw') IS NULL THEN
         RETURN;
     END IF;
-    EXECUTE format('GRANT SELECT ON %s TO mcp_memory_ro, mcp_memory_rw, mcp_memory_archiver', tbl);
-    EXECUTE format('REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON %s FROM mcp_memory_ro, mcp_memory_rw', tbl);
+    EXECUTE pg_catalog."format"('GRANT SELECT ON %s TO mcp_memory_ro, mcp_memory_rw, mcp_memory_archiver', tbl);
+    EXECUTE pg_catalog."format"('REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON %s FROM mcp_memory_ro, mcp_memory_rw', tbl);
 END $$;
 
 CREATE FUNCTION public.mm_index_claim(p_session_id text) RETURNS boolean
@@ -592,37 +704,38 @@ CREATE FUNCTION public.mm_index_messages(p_session_id text, p_seqs bigint[], p_d
 DECLARE
     s sessions;
     mark bigint;
-    n integer := coalesce(cardinality(p_seqs), 0);
+    n integer := coalesce(pg_catalog.cardinality(p_seqs), 0);
 BEGIN
     SELECT * INTO s FROM sessions WHERE session_id = p_session_id;
     IF NOT FOUND OR NOT mm_may_read(s.project_id) THEN
         RAISE EXCEPTION 'session % does not exist', p_session_id USING ERRCODE = 'MM404';
     END IF;
     PERFORM mm_require_write(s.project_id);
-    IF p_shard < 0 OR p_shard >= 64 OR cardinality(p_doc_lens) <> n OR cardinality(p_tsvs) <> n
-       OR coalesce(cardinality(p_terms), 0) <> coalesce(cardinality(p_dfs), 0) THEN
+    IF p_shard < 0 OR p_shard >= 64 OR pg_catalog.cardinality(p_doc_lens) <> n OR pg_catalog.cardinality(p_tsvs) <> n
+       OR coalesce(pg_catalog.cardinality(p_terms), 0) <> coalesce(pg_catalog.cardinality(p_dfs), 0) THEN
         RAISE EXCEPTION 'index rows do not line up' USING ERRCODE = 'MM400';
     END IF;
     SELECT coalesce(p.indexed_seq, s.fork_seq, 0) INTO mark
     FROM (SELECT 1) AS one LEFT JOIN search_progress p ON p.session_id = p_session_id;
     IF p_indexed_seq < mark OR p_indexed_seq > s.last_seq
-       OR EXISTS (SELECT 1 FROM unnest(p_seqs) AS x(seq) WHERE x.seq <= mark OR x.seq > p_indexed_seq) THEN
+       OR EXISTS (SELECT 1 FROM pg_catalog.unnest(p_seqs) AS x(seq) WHERE x.seq <= mark OR x.seq > p_indexed_seq) THEN
         RAISE EXCEPTION 'index rows of session % must lie in (%, %]', p_session_id, mark, s.last_seq
             USING ERRCODE = 'MM400';
     END IF;
     INSERT INTO message_search (session_id, seq, project_id, role, created_at, doc_len, tsv)
     SELECT p_session_id, m.seq, s.project_id, m.role, m.created_at, greatest(x.doc_len, 0), x.tsv::tsvector
-    FROM unnest(p_seqs, p_doc_lens, p_tsvs) AS x(seq, doc_len, tsv)
+    FROM ROWS FROM (pg_catalog.unnest(p_seqs), pg_catalog.unnest(p_doc_lens), pg_catalog.unnest(p_tsvs))
+         AS x(seq, doc_len, tsv)
     JOIN messages m ON m.session_id = p_session_id AND m.seq = x.seq;
     IF n > 0 THEN
         INSERT INTO search_term_stats AS t (project_id, term, shard, df)
         SELECT s.project_id, x.term, p_shard, least(x.df, n)
-        FROM unnest(p_terms, p_dfs) AS x(term, df)
+        FROM ROWS FROM (pg_catalog.unnest(p_terms), pg_catalog.unnest(p_dfs)) AS x(term, df)
         WHERE x.df > 0
         ORDER BY x.term
         ON CONFLICT (term, project_id, shard) DO UPDATE SET df = t.df + excluded.df;
         INSERT INTO search_doc_stats AS d (project_id, shard, docs, total_len)
-        SELECT s.project_id, p_shard, n, coalesce(sum(greatest(l, 0)), 0) FROM unnest(p_doc_lens) AS l
+        SELECT s.project_id, p_shard, n, coalesce(pg_catalog.sum(greatest(l, 0)), 0) FROM pg_catalog.unnest(p_doc_lens) AS l
         ON CONFLICT (project_id, shard) DO UPDATE SET docs = d.docs + excluded.docs,
                                                       total_len = d.total_len + excluded.total_len;
     END IF;
@@ -630,7 +743,7 @@ BEGIN
     VALUES (p_session_id, s.project_id, p_indexed_seq, s.last_seq)
     ON CONFLICT (session_id) DO UPDATE
     SET indexed_seq = greatest(p.indexed_seq, excluded.indexed_seq),
-        stored_seq = greatest(p.stored_seq, excluded.stored_seq), updated_at = now();
+        stored_seq = greatest(p.stored_seq, excluded.stored_seq), updated_at = pg_catalog.now();
 END $$;
 
 CREATE FUNCTION public.mm_is_owner(who text) RETURNS boolean
@@ -667,6 +780,46 @@ CREATE FUNCTION public.mm_payload_hash(payload jsonb) RETURNS bytea
     AS $$
     SELECT pg_catalog.sha256(pg_catalog.convert_to(mm_canonical_json(payload), 'UTF8'::name))
 $$;
+
+CREATE FUNCTION public.mm_qualify_builtins() RETURNS text[]
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $_$
+DECLARE
+    nsp oid := (SELECT c.relnamespace FROM pg_catalog.pg_class c WHERE c.oid = 'sessions'::regclass);
+    f record;
+    names text;
+    def text;
+    changed text;
+    rewritten text[] := '{}';
+BEGIN
+    FOR f IN
+        SELECT p.oid, p.oid::regprocedure::text AS name FROM pg_catalog.pg_proc p
+        WHERE p.pronamespace = nsp AND p.prokind = 'f' AND (p.proname LIKE 'mm\_%' OR p.proname LIKE 'mcp\_memory\_%')
+    LOOP
+        SELECT pg_catalog.string_agg(DISTINCT m[1], '|') INTO names
+        FROM pg_catalog.regexp_matches(pg_catalog.pg_get_functiondef(f.oid), '(?<![.\w"])([a-z_][a-z0-9_]*)\s*\(', 'g') AS m
+        WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_proc b
+                      WHERE b.pronamespace = 'pg_catalog'::regnamespace AND b.proname = m[1])
+          AND m[1] NOT IN ('unnest', 'position', 'substring', 'overlay', 'trim', 'extract', 'normalize', 'overlaps',
+                           'char', 'varchar', 'numeric', 'timestamp', 'interval', 'time', 'bit', 'float8',
+                           'int4', 'int8', 'text', 'bool', 'name', 'date', 'timestamptz', 'timetz', 'json', 'jsonb');
+        def := pg_catalog.pg_get_functiondef(f.oid);
+        changed := def;
+        IF names IS NOT NULL THEN
+            changed := pg_catalog.regexp_replace(changed, '(?<![.\w"])(' || names || ')\s*\(', 'pg_catalog."\1"(', 'g');
+        END IF;
+        -- unnest of one array; with several arrays it is FROM-clause syntax that only the bare name
+        -- has: those calls are written ROWS FROM (pg_catalog.unnest(a), pg_catalog.unnest(b)) by hand
+        changed := pg_catalog.regexp_replace(changed, '(?<![.\w"])unnest\s*\(\s*([\w.$]+(\[\])?(::[\w.]+(\[\])?)?)\s*\)',
+                                             'pg_catalog."unnest"(\1)', 'g');
+        IF changed <> def THEN
+            EXECUTE changed;
+            rewritten := rewritten || f.name;
+        END IF;
+    END LOOP;
+    RETURN rewritten;
+END $_$;
 
 CREATE TABLE public.decisions (
     session_id text NOT NULL,
@@ -725,7 +878,7 @@ BEGIN
                 USING ERRCODE = 'MM409';
         END IF;
         UPDATE decisions SET status = 'superseded', superseded_by = p_decision_id, version = version + 1,
-                             updated_at = now()
+                             updated_at = pg_catalog."now"()
         WHERE decision_id = p_supersedes;
     END IF;
     RETURN QUERY
@@ -735,6 +888,21 @@ BEGIN
             coalesce(p_status, 'accepted'), p_rationale, coalesce(p_alternatives, '[]'), p_supersedes,
             coalesce(p_metadata, '{}'), coalesce(p_visibility, 'team'), coalesce(p_tsv, ''::tsvector), mm_caller())
     RETURNING *;
+END $$;
+
+CREATE FUNCTION public.mm_record_decision_version() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+BEGIN
+    IF TG_OP = 'UPDATE' AND (pg_catalog.to_jsonb(OLD) - 'tsv'::text) = (pg_catalog.to_jsonb(NEW) - 'tsv'::text) THEN
+        RETURN NULL;  -- only the search vector changed (a reindex): no new version, nothing to archive
+    END IF;
+    INSERT INTO decision_versions (session_id, decision_id, version, project_id, row)
+    VALUES (NEW.session_id, NEW.decision_id, NEW.version, NEW.project_id, pg_catalog.to_jsonb(NEW) - 'tsv'::text)
+    ON CONFLICT (session_id, decision_id, version) DO UPDATE SET row = excluded.row, recorded_at = excluded.recorded_at;
+    PERFORM mm_bump_memory(NEW.session_id);
+    RETURN NULL;
 END $$;
 
 CREATE TABLE public.relay_exports (
@@ -764,13 +932,13 @@ BEGIN
     WHERE session_id = s.session_id AND up_to_seq = s.last_seq ORDER BY snapshot_id DESC LIMIT 1;
     IF NOT FOUND THEN
         SELECT snapshot_id INTO snap_id
-        FROM mm_snapshot(s.session_id, format('relay to %s', p_agent), jsonb_build_object('relay_to', p_agent));
+        FROM mm_snapshot(s.session_id, pg_catalog."format"('relay to %s', p_agent), pg_catalog."jsonb_build_object"('relay_to', p_agent));
     END IF;
     INSERT INTO relay_exports (project_id, agent, native_id, snapshot_id, session_id, carried, created_by)
     VALUES (s.project_id, p_agent, p_native_id, snap_id, s.session_id, coalesce(p_carried, '{}'), mm_caller())
     ON CONFLICT (project_id, agent, native_id) DO UPDATE
         SET snapshot_id = EXCLUDED.snapshot_id, session_id = EXCLUDED.session_id, carried = EXCLUDED.carried,
-            created_by = EXCLUDED.created_by, created_at = now()
+            created_by = EXCLUDED.created_by, created_at = pg_catalog."now"()
     RETURNING * INTO r;
     RETURN r;
 END $$;
@@ -924,6 +1092,18 @@ CREATE FUNCTION public.mm_session_in_scope(sid text, writable boolean) RETURNS b
           AND (s.project_id = ANY (mm_token_projects(writable)) OR '*' = ANY (mm_token_projects(writable))))
 $$;
 
+CREATE FUNCTION public.mm_session_meta_changed() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+BEGIN
+    IF NEW.meta IS DISTINCT FROM OLD.meta OR NEW.title IS DISTINCT FROM OLD.title
+       OR NEW.agent_source IS DISTINCT FROM OLD.agent_source THEN
+        NEW.memory_changes := OLD.memory_changes + 1;
+    END IF;
+    RETURN NEW;
+END $$;
+
 CREATE FUNCTION public.mm_set_context(p_session_id text, p_key text, p_value jsonb) RETURNS TABLE(revision integer, created_at timestamp with time zone)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
@@ -963,6 +1143,7 @@ CREATE TABLE public.snapshots (
     meta jsonb DEFAULT '{}'::jsonb NOT NULL,
     created_by text DEFAULT CURRENT_USER NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
+    memory_changes bigint,
     CONSTRAINT snapshots_meta_check CHECK ((jsonb_typeof(meta) = 'object'::text)),
     CONSTRAINT snapshots_up_to_seq_check CHECK ((up_to_seq >= 0))
 );
@@ -990,6 +1171,15 @@ BEGIN
     RETURN NEXT snap;
 END $$;
 
+CREATE FUNCTION public.mm_snapshot_memory() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+BEGIN
+    NEW.memory_changes := (SELECT s.memory_changes FROM sessions s WHERE s.session_id = NEW.session_id);
+    RETURN NEW;
+END $$;
+
 CREATE FUNCTION public.mm_store_embeddings(p_session_id text, p_model text, p_seqs bigint[], p_kinds text[], p_vectors text[], p_done_seq bigint) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
@@ -1010,19 +1200,19 @@ BEGIN
     IF p_done_seq > s.last_seq THEN
         RAISE EXCEPTION 'done_seq % is beyond the session''s last seq (%)', p_done_seq, s.last_seq USING ERRCODE = 'MM400';
     END IF;
-    IF coalesce(cardinality(p_seqs), 0) > 0 THEN
-        EXECUTE format($q$
-            INSERT INTO message_embeddings (session_id, seq, model, kind, project_id, embedding)
-            SELECT $1, e.seq, $2, e.kind, $3, e.embedding::vector(%s)::vector
-            FROM unnest($4::bigint[], $5::text[], $6::text[]) AS e(seq, kind, embedding)
-            WHERE EXISTS (SELECT 1 FROM messages m WHERE m.session_id = $1 AND m.seq = e.seq)
-            ON CONFLICT (session_id, seq, model, kind) DO NOTHING$q$, dim)
+    IF coalesce(pg_catalog.cardinality(p_seqs), 0) > 0 THEN
+        EXECUTE 'INSERT INTO message_embeddings (session_id, seq, model, kind, project_id, embedding)'
+                ' SELECT $1, e.seq, $2, e.kind, $3, e.embedding::vector(' || dim::text || ')::vector'
+                ' FROM ROWS FROM (pg_catalog.unnest($4::bigint[]), pg_catalog.unnest($5::text[]),'
+                ' pg_catalog.unnest($6::text[])) AS e(seq, kind, embedding)'
+                ' WHERE EXISTS (SELECT 1 FROM messages m WHERE m.session_id = $1 AND m.seq = e.seq)'
+                ' ON CONFLICT (session_id, seq, model, kind) DO NOTHING'
         USING p_session_id, p_model, s.project_id, p_seqs, p_kinds, p_vectors;
     END IF;
     INSERT INTO embedding_watermarks AS w (model, session_id, project_id, done_seq)
     VALUES (p_model, p_session_id, s.project_id, p_done_seq)
     ON CONFLICT (session_id, model)
-    DO UPDATE SET done_seq = greatest(w.done_seq, excluded.done_seq), updated_at = now();
+    DO UPDATE SET done_seq = greatest(w.done_seq, excluded.done_seq), updated_at = pg_catalog.now();
 END $_$;
 
 CREATE FUNCTION public.mm_token_count() RETURNS bigint
@@ -1036,7 +1226,7 @@ CREATE FUNCTION public.mm_token_projects(writable boolean) RETURNS text[]
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
-    SELECT coalesce(array_agg(p.project_id), '{}')
+    SELECT coalesce(pg_catalog."array_agg"(p.project_id), '{}')
     FROM access_token_projects p JOIN access_tokens t ON t.role_name = p.role_name
     WHERE t.role_name = current_user AND (NOT writable OR NOT t.read_only)
 $$;
@@ -1061,7 +1251,7 @@ BEGIN
     END IF;
     UPDATE decisions
     SET status = p_status, summary = p_summary, rationale = p_rationale, alternatives = p_alternatives,
-        metadata = p_metadata, tsv = p_tsv, version = version + 1, updated_at = now()
+        metadata = p_metadata, tsv = p_tsv, version = version + 1, updated_at = pg_catalog."now"()
     WHERE decision_id = p_decision_id
     RETURNING version INTO d.version;
     RETURN d.version;
@@ -1140,6 +1330,15 @@ CREATE TABLE public.archive_nodes (
     pid integer NOT NULL,
     client text,
     last_seen timestamp with time zone DEFAULT now() NOT NULL
+);
+
+CREATE TABLE public.decision_versions (
+    session_id text NOT NULL,
+    decision_id text NOT NULL,
+    version integer NOT NULL,
+    project_id text NOT NULL,
+    "row" jsonb NOT NULL,
+    recorded_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL
 );
 
 CREATE TABLE public.embedding_models (
@@ -1321,6 +1520,9 @@ ALTER TABLE ONLY public.archive_leader
 ALTER TABLE ONLY public.archive_nodes
     ADD CONSTRAINT archive_nodes_pkey PRIMARY KEY (worker);
 
+ALTER TABLE ONLY public.decision_versions
+    ADD CONSTRAINT decision_versions_pkey PRIMARY KEY (session_id, decision_id, version);
+
 ALTER TABLE ONLY public.decisions
     ADD CONSTRAINT decisions_pkey PRIMARY KEY (session_id, decision_id);
 
@@ -1416,9 +1618,17 @@ CREATE INDEX snapshots_session ON public.snapshots USING btree (session_id, snap
 
 CREATE INDEX synonyms_group ON public.synonyms USING btree (group_id);
 
+CREATE TRIGGER decisions_versions AFTER INSERT OR UPDATE ON public.decisions FOR EACH ROW EXECUTE FUNCTION public.mm_record_decision_version();
+
+CREATE TRIGGER session_context_changed AFTER INSERT ON public.session_context FOR EACH ROW EXECUTE FUNCTION public.mm_context_changed();
+
+CREATE TRIGGER sessions_meta_changed BEFORE UPDATE ON public.sessions FOR EACH ROW EXECUTE FUNCTION public.mm_session_meta_changed();
+
 CREATE TRIGGER sessions_notify_append AFTER UPDATE OF last_seq ON public.sessions FOR EACH ROW WHEN ((new.last_seq > old.last_seq)) EXECUTE FUNCTION public.mm_notify_append();
 
 CREATE TRIGGER sessions_register_agent AFTER INSERT OR UPDATE OF agent_source ON public.sessions FOR EACH ROW EXECUTE FUNCTION public.mcp_memory_register_agent();
+
+CREATE TRIGGER snapshots_memory BEFORE INSERT ON public.snapshots FOR EACH ROW EXECUTE FUNCTION public.mm_snapshot_memory();
 
 ALTER TABLE ONLY public.access_token_projects
     ADD CONSTRAINT access_token_projects_role_name_fkey FOREIGN KEY (role_name) REFERENCES public.access_tokens(role_name) ON DELETE CASCADE;
@@ -1456,6 +1666,8 @@ ALTER TABLE ONLY public.snapshots
 ALTER TABLE public.access_token_projects ENABLE ROW LEVEL SECURITY;
 
 ALTER TABLE public.access_tokens ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE public.decision_versions ENABLE ROW LEVEL SECURITY;
 
 ALTER TABLE public.decisions ENABLE ROW LEVEL SECURITY;
 
@@ -1524,6 +1736,8 @@ CREATE POLICY mm_insert ON public.snapshots FOR INSERT WITH CHECK (((project_id 
 CREATE POLICY mm_own ON public.access_token_projects FOR SELECT USING ((role_name = CURRENT_USER));
 
 CREATE POLICY mm_own ON public.access_tokens FOR SELECT USING ((role_name = CURRENT_USER));
+
+CREATE POLICY mm_read ON public.decision_versions FOR SELECT USING (((project_id = ANY (( SELECT public.mm_token_projects(false) AS mm_token_projects)::text[])) OR ('*'::text = ANY (( SELECT public.mm_token_projects(false) AS mm_token_projects)::text[]))));
 
 CREATE POLICY mm_read ON public.decisions FOR SELECT USING (((visibility = 'public'::text) OR (((project_id IS NULL) OR (project_id = ANY (( SELECT public.mm_token_projects(false) AS mm_token_projects)::text[])) OR ('*'::text = ANY (( SELECT public.mm_token_projects(false) AS mm_token_projects)::text[]))) AND ((visibility <> 'private'::text) OR (created_by = CURRENT_USER)))));
 
