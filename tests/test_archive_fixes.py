@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import psycopg
+import pytest
 from test_archive import bare_remote, db_rows, git, messages, second_db  # noqa: F401
 
 from mcp_memory.archive import export, gitrepo, layout, restore
@@ -19,6 +20,7 @@ from mcp_memory.archive.daemon import Archiver, ArchiverOptions, AutoSnapshot
 from mcp_memory.archive.retry import RetryStrategy
 from mcp_memory.archive.verify import verify
 from mcp_memory.cli import main
+from mcp_memory.config import load_settings
 from mcp_memory.core.service import Service
 from mcp_memory.errors import Invalid, Unavailable
 from mcp_memory.store.archive_store import ArchiveStore
@@ -201,3 +203,12 @@ def test_doctor_says_when_listen_cannot_hear_appends(settings, profile, tmp_path
         main(["--dsn", settings.dsn, "doctor", "--json"])
         (listen,) = [c for c in json.loads(capsys.readouterr().out)["checks"] if c["name"] == "listen"]
         assert listen["warning"] is warned and ("direct_dsn" in listen["detail"]), listen
+
+
+@pytest.mark.parametrize(("key", "value"), [("auto_snapshot", "yes"), ("auto_snapshot_idle_seconds", True),
+                                            ("auto_snapshot_idle_seconds", -1), ("auto_snapshot_every_messages", "10"),
+                                            ("auto_snapshot_interval", 0), ("auto_snapshot_batch", 10001)])
+def test_a_bad_automatic_snapshot_setting_is_named(key: str, value: object, tmp_path: Path) -> None:
+    settings = load_settings(environ={"MCP_MEMORY_HOME": str(tmp_path)})
+    with pytest.raises(Invalid, match=key):
+        ArchiverOptions.resolve(replace(settings, archive={"repo": str(tmp_path / "a"), key: value}))

@@ -22,6 +22,10 @@ def test_cli_options_follow_the_models() -> None:
     shown = _parser().parse_args(["show", "ses_x", "--native", "--wait", "2.5"])
     assert (shown.include_native, shown.wait_seconds, shown.limit) == (True, 2.5, 1000)
     assert _parser().parse_args(["show", "ses_x"]).include_native is False
+    assert _parser().parse_args(["show", "ses_x"]).view == "conversation"  # the model's default
+    assert _parser().parse_args(["show", "ses_x", "--view", "full"]).view == "full"
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["show", "ses_x", "--view", "summary"])
     assert _parser().parse_args(["sessions", "--project", "p"]).project_id == "p"
     with pytest.raises(SystemExit):
         _parser().parse_args(["search", "q", "--role", "robot"])

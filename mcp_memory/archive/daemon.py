@@ -93,6 +93,10 @@ class AutoSnapshot:
         enabled = section.get("auto_snapshot", cls.enabled)
         if not isinstance(enabled, bool):
             raise ValueError("auto_snapshot must be true or false")
+        for key in ("auto_snapshot_idle_seconds", "auto_snapshot_every_messages", "auto_snapshot_interval",
+                    "auto_snapshot_batch"):
+            if isinstance(section.get(key), bool) or not isinstance(section.get(key, 0), int | float):
+                raise ValueError(f"{key} must be a number, got {section.get(key)!r}")
         policy = cls(enabled=enabled,
                      idle_seconds=float(section.get("auto_snapshot_idle_seconds", cls.idle_seconds)),
                      every_messages=int(section.get("auto_snapshot_every_messages", cls.every_messages)),
