@@ -50,7 +50,9 @@ def pooled_dsn(settings) -> Iterator[str]:
     ini = folder / "pgbouncer.ini"
     ini.write_text(
         "[databases]\n"
-        f"{target['dbname']} = host={target['host']} port={target.get('port', 5432)} user={target['user']}\n"
+        f"{target['dbname']} = host={target['host']} port={target.get('port', 5432)} user={target['user']}"
+        # an external test server checks passwords: PgBouncer logs in to it with the test DSN's own
+        + (f" password={target['password']}" if target.get("password") else "") + "\n"
         "[pgbouncer]\n"
         f"listen_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir =\n"
         "auth_type = any\npool_mode = transaction\nmax_client_conn = 100\ndefault_pool_size = 5\n")
