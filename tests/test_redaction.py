@@ -60,6 +60,8 @@ def test_second_corpus_rates() -> None:
     ('{"auths": {"r.example.com": {"auth": "dXNlcjpTM2NyZXRQYXNzOTk="}}}', "dXNlcjpTM2NyZXRQYXNzOTk="),
     ("Cookie: sessionid=8f3a9c2b7e1d4f6a9b0c3d5e7f1a2b4c", "8f3a9c2b7e1d4f6a9b0c3d5e7f1a2b4c"),
     ("cat ~/.pgpass\ndb:5432:app:appuser:S3cretPass99", "S3cretPass99"),
+    # a key word after a line break, the first thing in the text or after a blank line
+    ("\npassword=Hunter2024", "Hunter2024"), ("DEBUG=1\n\nDB_PASSWORD=Hunter2024", "Hunter2024"),
 ])
 def test_once_missed_shapes_are_caught(text: str, secret: str) -> None:
     redacted, count = Redactor().redact(text)

@@ -25,8 +25,9 @@ from .patterns import _PLACEHOLDER, _WORDS, BUILTIN, KEY_CHARS, SECRET_KEY, Rule
 MARKER = "[REDACTED:{name}]"
 _MARKER_START = "[REDACTED:"
 _REACH = 100  # how far before its key word a key may start (`my_app.database.password`)
-# searched in the text before a key word: the start of its run (tried only where a run starts)
-_KEY_BEFORE = re.compile(rf"(?<![{KEY_CHARS}])[{KEY_CHARS}]{{0,{_REACH}}}+$")
+# searched in the text before a key word: the start of its run (tried only where a run starts; `\Z`,
+# not `$`, which also matches before a final line break and took `\npassword` for the key)
+_KEY_BEFORE = re.compile(rf"(?<![{KEY_CHARS}])[{KEY_CHARS}]{{0,{_REACH}}}+\Z")
 # the rest of the key after a key word, and the assignment that may follow it (one match for both:
 # most key words are not assigned to, and this is the cheap test that says so)
 _KEY_AFTER = re.compile(rf"""[{KEY_CHARS}]{{0,{_REACH}}}+(?P<assigns>["']?\s*+(?::=|=>|[:=]))?""")
