@@ -8,6 +8,7 @@ bound here is 2 s so that a loaded machine does not fail the test, and the times
 
 from __future__ import annotations
 
+import base64
 import time
 
 import pytest
@@ -36,6 +37,10 @@ EXTRA_SEEDS = {
 
 def _fill(unit: str) -> str:
     return (unit * (SIZE // len(unit) + 1))[:SIZE]
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
 
 
 def _texts(rule_name: str, needles: tuple[str, ...]):
@@ -74,6 +79,14 @@ HOSTILE = {
     "conninfo chain": _fill("host=a "),
     "url userinfo": _fill("ab://b:"),
     "backslashes": _fill("\\"),
+    # base64 (security/wrapped.py): one run of assignments, a run per assignment (each decoded and
+    # redacted), runs after JSON escapes (read two ways), text without secrets, base64 of base64
+    "base64 of assignments": _b64(_fill("password=S3cret! "))[:SIZE],
+    "base64 runs of assignments": _fill(_b64("password=S3cret!1") + " "),
+    "base64 runs after escapes": _fill("\\n" + _b64("password=S3cret!1")),
+    "base64 runs of text": _fill(_b64("hello world!") + " "),
+    "base64 of base64": _b64(_b64(_fill("password=S3cret! ")))[:SIZE],
+    "base64 of binary": _fill("QUJD"),
 }
 
 

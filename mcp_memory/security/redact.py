@@ -1,6 +1,7 @@
 """Secret redaction: every stored text passes through `Redactor.redact` before it is stored: message
 payloads, session meta and titles, snapshot commit messages, decisions, context values (core/sanitize.py
-walks each; wiring.py builds the redactor from the `[redaction]` config).
+walks each; wiring.py builds the redactor from the `[redaction]` config). Secrets wrapped in base64
+are found by decoding the runs that read as base64 text (security/wrapped.py, Redactor._unwrap).
 
 ```toml
 [redaction]
@@ -20,6 +21,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..errors import ConfigError
+from . import wrapped
 from .patterns import _PLACEHOLDER, _WORDS, BUILTIN, KEY_CHARS, SECRET_KEY, Rule, plausible_assigned_secret
 
 MARKER = "[REDACTED:{name}]"
@@ -32,6 +34,10 @@ _KEY_BEFORE = re.compile(rf"(?<![{KEY_CHARS}])[{KEY_CHARS}]{{0,{_REACH}}}+\Z")
 # most key words are not assigned to, and this is the cheap test that says so)
 _KEY_AFTER = re.compile(rf"""[{KEY_CHARS}]{{0,{_REACH}}}+(?P<assigns>["']?\s*+(?::=|=>|[:=]))?""")
 _KEY_LONGEST = 256  # a longer key is judged by its end
+_KIND = re.compile(r"\[REDACTED:(?:base64-)*+([a-z0-9_]++)")  # a secret's kind, inside base64 or not
+# between decoded texts redacted together: a NUL is in none of them (wrapped.py reads a run only when
+# it decodes to text without control characters), and no rule matches across it without taking it in
+_APART = "\n\x00\n"
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
 # a string holding none of these cannot match a built-in rule (most code and prose): skip it fast
 # (Alternatives grouped by their first character: the regex engine then tries one branch per
@@ -63,22 +69,58 @@ class Redactor:
         self._rules_of = {found: frozenset(i for i, rule in enumerate(self.rules)
                                            if any(n in found for n in rule.needles)) for found in every}
 
-    def may_match(self, text: str) -> bool:
+    def may_match(self, text: str, *, depth: int = 0) -> bool:
         """False when no rule can match anywhere in `text`: the whole payload as JSON is asked
-        once, and most payloads need no walk at all (needles hold no character JSON escapes)."""
-        if self._needles is None:
+        once, and most payloads need no walk at all (needles hold no character JSON escapes; a
+        base64 run is read both ways after a backslash, see security/wrapped.py)."""
+        if self._needles is None or self._needles.search(text.lower()) is not None:
             return True
-        return self._needles.search(text.lower()) is not None
+        if depth >= wrapped.DEPTH:
+            return False
+        decoded = [text for _, readings in wrapped.decoded_runs(text) for _, text in readings]
+        return bool(decoded) and self.may_match(_APART.join(decoded), depth=depth + 1)
 
     def redact(self, text: str) -> tuple[str, int]:
         """The text with secrets replaced, and how many were replaced."""
-        if not text or (self._hint is not None and not self._hint.search(text)):
+        return self._redact(text, 0)
+
+    def _redact(self, text: str, depth: int) -> tuple[str, int]:
+        if not text:
             return text, 0
         count = 0
-        for index in self._candidates(text.lower()):
-            text, found = self._apply(self.rules[index], text)
+        if self._hint is None or self._hint.search(text):
+            for index in self._candidates(text.lower()):
+                text, found = self._apply(self.rules[index], text)
+                count += found
+        if depth < wrapped.DEPTH:
+            text, found = self._unwrap(text, depth)
             count += found
         return text, count
+
+    def _unwrap(self, text: str, depth: int) -> tuple[str, int]:
+        """Each base64 run whose decoded text holds a secret, replaced whole by
+        `[REDACTED:base64-<kind>]` (the kind of the first secret in it). The decoded texts are
+        redacted together, apart from each other (`_APART`), one pass for all of them; should a
+        match take in a separator, each is redacted alone."""
+        runs = list(wrapped.decoded_runs(text))
+        if not runs:
+            return text, 0
+        decoded = [reading for _, readings in runs for _, reading in readings]
+        redacted = self._redact(_APART.join(decoded), depth + 1)[0].split(_APART)
+        if len(redacted) != len(decoded):
+            redacted = [self._redact(reading, depth + 1)[0] for reading in decoded]
+        outcomes = iter(zip(decoded, redacted, strict=True))
+        pieces: list[str] = []
+        last = 0
+        for end, readings in runs:
+            kinds = [_KIND.search(after) if after != before else None for before, after in
+                     (next(outcomes) for _ in readings)]
+            for (start, _), kind in zip(readings, kinds, strict=True):
+                if kind is not None:
+                    pieces += (text[last:start], MARKER.format(name=f"base64-{kind.group(1)}"))
+                    last = end
+                    break
+        return ("".join(pieces) + text[last:], len(pieces) // 2) if pieces else (text, 0)
 
     def _candidates(self, lowered: str) -> list[int]:
         """The rules (in order) that hold a needle found in the text, and those that have none: the
