@@ -157,6 +157,8 @@ def test_new_shapes_are_caught_whole(text: str, expected: str) -> None:
     "conn = psycopg.connect(host=host, password=password, dbname=db)", "host=db user=app password=$PGPASSWORD",
     'key="-----BEGIN PRIVATE KEY-----\\\\nXXXX\\\\nXXXX\\\\n-----END PRIVATE KEY-----"',
     "a PEM file starts with -----BEGIN RSA PRIVATE KEY-----, then base64",
+    # an empty value: the next line is not its value
+    "PASSWORD=\nAPI_URL=https://example.com/x", "\n\npassword:\n  file: /run/secrets/db_password2",
 ])
 def test_look_alikes_are_untouched(text: str) -> None:
     assert Redactor().redact(text) == (text, 0)
