@@ -109,17 +109,18 @@ class Redactor:
         redacted = self._redact(_APART.join(decoded), depth + 1)[0].split(_APART)
         if len(redacted) != len(decoded):
             redacted = [self._redact(reading, depth + 1)[0] for reading in decoded]
-        outcomes = iter(zip(decoded, redacted, strict=True))
         pieces: list[str] = []
-        last = 0
+        last = at = 0  # `at`: the reading of `decoded` and `redacted` the loop is on
         for end, readings in runs:
-            kinds = [_KIND.search(after) if after != before else None for before, after in
-                     (next(outcomes) for _ in readings)]
-            for (start, _), kind in zip(readings, kinds, strict=True):
-                if kind is not None:
-                    pieces += (text[last:start], MARKER.format(name=f"base64-{kind.group(1)}"))
-                    last = end
-                    break
+            chosen = None
+            for start, _ in readings:
+                if chosen is None and redacted[at] != decoded[at]:
+                    chosen = start, _KIND.search(redacted[at])
+                at += 1
+            if chosen is not None:
+                start, kind = chosen
+                pieces += (text[last:start], _base64_marker(kind.group(1) if kind else "secret"))
+                last = end
         return ("".join(pieces) + text[last:], len(pieces) // 2) if pieces else (text, 0)
 
     def _candidates(self, lowered: str) -> list[int]:
@@ -233,6 +234,11 @@ def _plausible(value: str, *, quoted: bool) -> bool:
 @lru_cache(maxsize=4096)
 def _plausible_cached(value: str, quoted: bool) -> bool:
     return plausible_assigned_secret(value, quoted=quoted)
+
+
+@lru_cache(maxsize=256)
+def _base64_marker(kind: str) -> str:
+    return MARKER.format(name=f"base64-{kind}")
 
 
 def _secret_key(key: str) -> bool:
