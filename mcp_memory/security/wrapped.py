@@ -59,7 +59,9 @@ def _decode(run: str) -> str | None:
             return None  # neither alphabet
         run = run.translate(_URL_SAFE)
     if run[-1] != "=":
-        run += "=" * (-len(run) % 4)  # (a run one character past whole bytes stays invalid: `x===`)
+        if len(run) % 4 == 1:
+            return None  # one character past whole bytes (`\n` and a run: a cheap no, not an exception)
+        run += "=" * (-len(run) % 4)
     try:
         decoded = binascii.a2b_base64(run, strict_mode=True).decode("utf-8")
     except (binascii.Error, UnicodeDecodeError):
