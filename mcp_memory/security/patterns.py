@@ -155,7 +155,8 @@ BUILTIN: tuple[Rule, ...] = (
           r"(?m:^[ \t]*+[^\s:#]{1,255}+:(?:\d{1,5}+|\*):[^\s:]{1,255}+:[^\s:]{1,255}+:(?P<secret>\S{1,1024}+)$)",
           check_value=True),
     # matched where a key that names a secret ends (Rule.keyed): `db_password = …`, `"apiKey": "…"`
-    _rule("password", r"""["']?\s*+(?::=|=>|[:=])\s*+""" + _ASSIGNED, check_value=True),
+    # (the value is on the key's line: after an empty `PASSWORD=` the next line is another setting)
+    _rule("password", r"""["']?\s*+(?::=|=>|[:=])[ \t]*+""" + _ASSIGNED, check_value=True),
 )
 
 _NEEDLES: dict[str, tuple[str, ...]] = {
