@@ -68,9 +68,7 @@ class SecurityStore:
         if not self._value("security_groups_present"):
             raise Unavailable("the group roles of migration 0004 are missing: run `mcp-memory db migrate` "
                               "as a role with CREATEROLE (the schema owner)")
-        if self._value("security_role_exists", {"role": role}):
-            raise Conflict(f"a database role named {role} already exists; choose another --name")
-        verifier = self.conn.pgconn.encrypt_password(token.encode(), role.encode(), b"scram-sha-256").decode()
+        verifier = self._new_login(role, token)
         until = sql.SQL("VALID UNTIL {} ").format(sql.Literal(expires.isoformat())) if expires else sql.SQL("")
         statement = sql.SQL("CREATE ROLE {role} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION "
                             "PASSWORD {password} {until}IN ROLE {groups}").format(
@@ -85,17 +83,28 @@ class SecurityStore:
         self.set_limits(role, limits or TokenLimits())
         if self._value("security_gateway_present"):
             self._grant_membership(role, GROUP_GATEWAY)
-        schema = str(self._value("security_schema") or "public")
-        if schema != "public":
-            self.conn.execute(sql.SQL("ALTER ROLE {role} IN DATABASE {db} SET search_path = {schema}").format(
-                role=sql.Identifier(role), db=sql.Identifier(self.conn.info.dbname),
-                schema=sql.Identifier(schema)))
+        schema = self._reach_schema(role)
         self.conn.execute(q("security_insert_token"), {"role": role, "read_only": read_only, "archiver": archiver,
                                                         "token_sha256": token_sha256})
         if token_name is not None:
             self.conn.execute(q("security_set_token_name"), {"role": role, "token_name": token_name})
         for project in projects:
             self.conn.execute(q("security_insert_token_project"), {"role": role, "project_id": project})
+        return schema
+
+    def _new_login(self, role: str, secret: str) -> str:
+        """The SCRAM verifier of `secret` for a role that must not exist yet."""
+        if self._value("security_role_exists", {"role": role}):
+            raise Conflict(f"a database role named {role} already exists; choose another --name")
+        return self.conn.pgconn.encrypt_password(secret.encode(), role.encode(), b"scram-sha-256").decode()
+
+    def _reach_schema(self, role: str) -> str:
+        """The schema of the tables, on the role's search_path in this database; returned."""
+        schema = str(self._value("security_schema") or "public")
+        if schema != "public":
+            self.conn.execute(sql.SQL("ALTER ROLE {role} IN DATABASE {db} SET search_path = {schema}").format(
+                role=sql.Identifier(role), db=sql.Identifier(self.conn.info.dbname),
+                schema=sql.Identifier(schema)))
         return schema
 
     def _let_owner_act_as(self, role: str) -> None:
@@ -130,9 +139,7 @@ class SecurityStore:
         if not self._value("security_gateway_present"):
             raise Unavailable("the group role mcp_memory_gateway of migration 0014 is missing: run "
                               "`mcp-memory db migrate` as a role with CREATEROLE (the schema owner)")
-        if self._value("security_role_exists", {"role": role}):
-            raise Conflict(f"a database role named {role} already exists; choose another --name")
-        verifier = self.conn.pgconn.encrypt_password(password.encode(), role.encode(), b"scram-sha-256").decode()
+        verifier = self._new_login(role, password)
         try:
             # the login inherits the group's few function rights; the group (NOINHERIT) passes on
             # nothing of the token roles it may become
@@ -143,11 +150,7 @@ class SecurityStore:
         except psycopg.errors.InsufficientPrivilege as exc:
             raise Forbidden(f"creating a gateway needs CREATEROLE and admin rights on mcp_memory_gateway "
                             f"(run it with the owner DSN): {exc.diag.message_primary}") from exc
-        schema = str(self._value("security_schema") or "public")
-        if schema != "public":
-            self.conn.execute(sql.SQL("ALTER ROLE {role} IN DATABASE {db} SET search_path = {schema}").format(
-                role=sql.Identifier(role), db=sql.Identifier(self.conn.info.dbname),
-                schema=sql.Identifier(schema)))
+        schema = self._reach_schema(role)
         return schema
 
     def login_is_owner(self) -> bool:
