@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from itertools import accumulate
 from typing import Any
 
+from . import linear_re
 from .errors import Invalid
 
 MAX_DEPTH = 64
@@ -28,13 +29,13 @@ MAX_VALUES = 500_000  # strings (keys too), lists, objects and items: parsed in 
 # A string token, closed or not: possessive, so a match never backtracks and a failed one cannot
 # exist (an unterminated string runs to the end of the input instead of being retried at each quote).
 _STRING = rb'"(?:[^"\\]++|\\.)*+"?'
-_TOKEN = re.compile(_STRING + rb'\s*+:?|[\[\]{}]', re.DOTALL)
+_TOKEN = linear_re.compile(_STRING + rb'\s*+:?|[\[\]{}]', re.DOTALL)
 # Once escapes are blanked out, every quote left delimits a string (in valid JSON; in anything else
 # the parser fails anyway, and the counts below stay bounds on the work).
-_BLANK_STRING = re.compile(rb'"[^"]*+"?')
+_BLANK_STRING = linear_re.compile(rb'"[^"]*+"?')
 _NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
 _STEP = [1 if b in b"[{" else -1 if b in b"]}" else 0 for b in range(256)]
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = linear_re.compile("[\ud800-\udfff]")
 
 
 def field_name(path: Iterable[str | int]) -> str:

@@ -25,6 +25,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from .. import linear_re
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -47,7 +49,7 @@ class Rule:
 
 
 def _rule(name: str, pattern: str, *, flags: int = 0, check_value: bool = False) -> Rule:
-    return Rule(name, re.compile(pattern, flags), check_value)
+    return Rule(name, linear_re.compile(pattern, flags), check_value)
 
 
 _B = r"(?<![A-Za-z0-9_\-])"  # a token starts here (not inside a longer word)
@@ -65,7 +67,7 @@ _KEY_WORDS = (
 # `SecretAccessKey`, `githubToken` (the word starts after a separator or with a capital). One way
 # to read any key: the prefix is one run that backtracks at most once per character, where a
 # repetition of segments (`(?:[A-Za-z0-9]+[_.\-]|…)*`) read `aB_aB_aB_…` in 2^n ways.
-SECRET_KEY = re.compile(rf"(?:[A-Za-z0-9_.\-]*(?:[_.\-]|(?<=[A-Za-z0-9])(?=[A-Z])))?"
+SECRET_KEY = linear_re.compile(rf"(?:[A-Za-z0-9_.\-]*(?:[_.\-]|(?<=[A-Za-z0-9])(?=[A-Z])))?"
                         rf"(?i:{_KEY_WORDS}|pgpassword|mysql_pwd)")
 KEY_CHARS = "A-Za-z0-9_.\\-"  # what a key is made of (the run around an anchor, Redactor._matches)
 # a quoted value runs to its closing quote (a passphrase has spaces; escaped quotes are part of it, as
@@ -200,12 +202,12 @@ _NEEDLES: dict[str, tuple[str, ...]] = {
     # caught where the text names the file, or on PostgreSQL's port or a wildcard field)
     "pgpass_password": ("pgpass", ":5432:", ":*:"),
 }
-_ANCHORS = {"password": re.compile(r"pass|pwd|secret|key|token|credential")}
+_ANCHORS = {"password": linear_re.compile(r"pass|pwd|secret|key|token|credential")}
 BUILTIN = tuple(replace(rule, needles=_NEEDLES.get(rule.name, ()), anchor=_ANCHORS.get(rule.name),
                         keyed=rule.name in _ANCHORS) for rule in BUILTIN)
 
 # Values that are obviously not secrets: placeholders, references, types and code.
-_PLACEHOLDER = re.compile(
+_PLACEHOLDER = linear_re.compile(
     r"""^(?:
         \$\{?[A-Za-z_][A-Za-z0-9_]*\}?.*     # $VAR, ${VAR}
       | %\(?[A-Za-z_]*\)?s                    # %(name)s, %s
@@ -220,13 +222,13 @@ _PLACEHOLDER = re.compile(
 _WORDS = frozenset(
     ["none", "null", "nil", "true", "false", "str", "string", "bytes", "int", "bool", "text", "required", "optional", "hidden", "bearer", "basic", "token", "password", "passwd", "secret", "pass", "pwd", "credential", "credentials", "env", "environ", "getenv", "input", "prompt", "redacted", "masked", "undefined", "empty", "default"]
 )
-_PATH = re.compile(r"^(?:\.{0,2}/|~/|[A-Za-z]:\\)|\.(?:json|ya?ml|txt|pem|key|env|toml|ini|conf|cfg)$")
-_CODE = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_]*)(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(.*)?$")
+_PATH = linear_re.compile(r"^(?:\.{0,2}/|~/|[A-Za-z]:\\)|\.(?:json|ya?ml|txt|pem|key|env|toml|ini|conf|cfg)$")
+_CODE = linear_re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_]*)(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(.*)?$")
 
 
-_KEY_WORD = re.compile(rf"(?i:{_KEY_WORDS})")
+_KEY_WORD = linear_re.compile(rf"(?i:{_KEY_WORDS})")
 # a quoted value with spaces that names what it is about, or asks for it, is prose
-_PROSE = re.compile(rf"(?i:{_KEY_WORDS})|^(?i:your|enter|type|please|the|a|an|no|not|invalid|missing|wrong)\b")
+_PROSE = linear_re.compile(rf"(?i:{_KEY_WORDS})|^(?i:your|enter|type|please|the|a|an|no|not|invalid|missing|wrong)\b")
 
 
 def _names_a_secret(value: str) -> bool:

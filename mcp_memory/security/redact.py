@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from .. import linear_re
 from ..errors import ConfigError
 from . import wrapped
 from .patterns import _PLACEHOLDER, _WORDS, BUILTIN, KEY_CHARS, SECRET_KEY, Rule, plausible_assigned_secret
@@ -29,20 +30,20 @@ _MARKER_START = "[REDACTED:"
 _REACH = 100  # how far before its key word a key may start (`my_app.database.password`)
 # searched in the text before a key word: the start of its run (tried only where a run starts; `\Z`,
 # not `$`, which also matches before a final line break and took `\npassword` for the key)
-_KEY_BEFORE = re.compile(rf"(?<![{KEY_CHARS}])[{KEY_CHARS}]{{0,{_REACH}}}+\Z")
+_KEY_BEFORE = linear_re.compile(rf"(?<![{KEY_CHARS}])[{KEY_CHARS}]{{0,{_REACH}}}+\Z")
 # the rest of the key after a key word, and the assignment that may follow it (one match for both:
 # most key words are not assigned to, and this is the cheap test that says so)
-_KEY_AFTER = re.compile(rf"""[{KEY_CHARS}]{{0,{_REACH}}}+(?P<assigns>["']?\s*+(?::=|=>|[:=]))?""")
+_KEY_AFTER = linear_re.compile(rf"""[{KEY_CHARS}]{{0,{_REACH}}}+(?P<assigns>["']?\s*+(?::=|=>|[:=]))?""")
 _KEY_LONGEST = 256  # a longer key is judged by its end
-_KIND = re.compile(r"\[REDACTED:(?:base64-)*+([a-z0-9_]++)")  # a secret's kind, inside base64 or not
+_KIND = linear_re.compile(r"\[REDACTED:(?:base64-)*+([a-z0-9_]++)")  # a secret's kind, inside base64 or not
 # between decoded texts redacted together: a NUL is in none of them (wrapped.py reads a run only when
 # it decodes to text without control characters), and no rule matches across it without taking it in
 _APART = "\n\x00\n"
-_NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
+_NAME = linear_re.compile(r"^[a-z][a-z0-9_]{0,40}$")
 # a string holding none of these cannot match a built-in rule (most code and prose): skip it fast
 # (Alternatives grouped by their first character: the regex engine then tries one branch per
 # position instead of every alternative, a third faster on prose.)
-_HINT = re.compile(r"=|:|-----|A(?:[BCGIKNPRS][A-Z]A|Iza)|GOCSPX|SG\.|m(?:mt\.|achine|ysql|ariadb)|"
+_HINT = linear_re.compile(r"=|:|-----|A(?:[BCGIKNPRS][A-Z]A|Iza)|GOCSPX|SG\.|m(?:mt\.|achine|ysql|ariadb)|"
                    r"g(?:h[pousr]_|ithub_pat_|l[a-z]+-)|"
                    r"sk[-_]|rk_|x(?:ox|app)|whsec_|ya29\.|npm_|p(?:ypi-|assword\s)|hf_|eyJ|[Bb](?i:earer)|"
                    r"s(?:shpass|qlplus|qlldr)|expdp|impdp|rman|pgpass")
@@ -54,7 +55,7 @@ class Redactor:
 
     def __init__(self, rules: Iterable[Rule] = BUILTIN, allowlist: Iterable[str] = ()) -> None:
         self.rules = tuple(rules)
-        self.allowlist = tuple(re.compile(p) for p in allowlist)
+        self.allowlist = tuple(linear_re.compile(p) for p in allowlist)
         # the cheap pre-filter only knows the built-in rules
         self._hint = _HINT if self.rules == BUILTIN else None
         # every needle of every rule; None when a rule has none (it may match anything)
@@ -64,7 +65,7 @@ class Redactor:
         self._needles = _needle_regex(needles) if all(rule.needles for rule in self.rules) else None
         # which rules may match a text: one search for every needle (see _candidates)
         every = {n for rule in self.rules for n in rule.needles}
-        self._finder = re.compile(f"(?=({_needle_regex(every).pattern}))") if every else None
+        self._finder = linear_re.compile(f"(?=({_needle_regex(every).pattern}))") if every else None
         self._always = frozenset(i for i, rule in enumerate(self.rules) if not rule.needles)
         self._rules_of = {found: frozenset(i for i, rule in enumerate(self.rules)
                                            if any(n in found for n in rule.needles)) for found in every}
@@ -164,7 +165,7 @@ class Redactor:
             yield from rule.regex.finditer(text)
             return
         lowered = text.lower()
-        anchor = rule.anchor if len(lowered) == len(text) else re.compile(rule.anchor.pattern, re.IGNORECASE)
+        anchor = rule.anchor if len(lowered) == len(text) else linear_re.compile(rule.anchor.pattern, re.IGNORECASE)
         done = 0
         key_after, key_before, regex = _KEY_AFTER.match, _KEY_BEFORE.search, rule.regex.match
         for hit in anchor.finditer(lowered if anchor is rule.anchor else text):
@@ -259,7 +260,7 @@ def _needle_regex(needles: set[str]) -> re.Pattern[str]:
     by_first: dict[str, list[str]] = {}
     for needle in sorted(needles, key=lambda n: (-len(n), n)):
         by_first.setdefault(needle[0], []).append(re.escape(needle[1:]))
-    return re.compile("|".join(f"{re.escape(first)}(?:{'|'.join(rests)})" for first, rests in sorted(by_first.items())))
+    return linear_re.compile("|".join(f"{re.escape(first)}(?:{'|'.join(rests)})" for first, rests in sorted(by_first.items())))
 
 
 def from_config(section: Mapping[str, Any] | None) -> Redactor | None:
@@ -286,6 +287,6 @@ def _extra_rule(name: str, regex: Any) -> Rule:
     if not _NAME.match(name) or not isinstance(regex, str):
         raise ConfigError(f"config: redaction.patterns.{name} must be a lowercase name = a regex string")
     try:
-        return Rule(name, re.compile(regex))
+        return Rule(name, linear_re.compile(regex))
     except re.error as exc:
         raise ConfigError(f"config: redaction.patterns.{name} is not a valid regex: {exc}") from None

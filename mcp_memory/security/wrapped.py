@@ -13,20 +13,21 @@ redacted like any text, at most `DEPTH` levels deep, so the work stays linear in
 from __future__ import annotations
 
 import binascii
-import re
 from collections.abc import Iterator
+
+from .. import linear_re
 
 SHORTEST = 16  # 12 bytes: `user:pass1234`, the shortest text worth decoding
 LONGEST = 4 * 1024 * 1024  # a longer run is not decoded (a message is smaller than this)
 DEPTH = 2  # base64 inside base64 is read once more, no deeper
 # both alphabets: standard (`+/`) and URL-safe (`-_`, JWT parts); a run that mixes them is neither
-_RUN = re.compile(rf"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{{{SHORTEST},}}+={{0,2}}+")
+_RUN = linear_re.compile(rf"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{{{SHORTEST},}}+={{0,2}}+")
 _URL_SAFE = str.maketrans("-_", "+/")
 # control characters (tab and line breaks aside): what binary decoded as UTF-8 by chance holds
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_CONTROL = linear_re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 # a run that follows a backslash may begin with the letters of a JSON escape (`\n`, `\u00e9`):
 # its base64 starts after them (the text inside a JSON string is read as written)
-_ESCAPE = re.compile(r"[nrtbf/]|u[0-9A-Fa-f]{4}")
+_ESCAPE = linear_re.compile(r"[nrtbf/]|u[0-9A-Fa-f]{4}")
 
 
 def decoded_runs(text: str) -> Iterator[tuple[int, list[tuple[int, str]]]]:
