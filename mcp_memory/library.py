@@ -62,11 +62,12 @@ class Memory:
 
     def search(self, query: str, *, project_id: str | None = None, agent_source: str | None = None,
                role: Role | None = None, session_id: str | None = None, since: str | None = None,
-               until: str | None = None, limit: int = 10, mode: SearchMode | None = None) -> MatchList:
+               until: str | None = None, limit: int = 10, mode: SearchMode | None = None,
+               include_echoes: bool = False) -> MatchList:
         """As the search_messages tool (the arguments of operations.SearchMessages)."""
         return self.service.search_messages(query, project_id=project_id, agent_source=agent_source, role=role,
                                             session_id=session_id, since=since, until=until, limit=limit,
-                                            mode=mode)
+                                            mode=mode, include_echoes=include_echoes)
 
     def search_decisions(self, query: str | None = None, *, status: DecisionStatus | None = None,
                          decision_type: str | None = None, project_id: str | None = None,
@@ -77,8 +78,9 @@ class Memory:
                                              project_id=project_id, agent_source=agent_source,
                                              session_id=session_id, since=since, until=until, limit=limit)
 
-    def recall(self, query: str, *, project_id: str | None = None, limit: int = 5) -> Recall:
-        return self.service.recall(query, project_id=project_id, limit=limit)
+    def recall(self, query: str, *, project_id: str | None = None, limit: int = 5,
+               include_echoes: bool = False) -> Recall:
+        return self.service.recall(query, project_id=project_id, limit=limit, include_echoes=include_echoes)
 
     def export_session(self, session_id: str, to: str, *, install: bool = False, cwd: str | None = None,
                        options: dict[str, str] | None = None) -> Exported:

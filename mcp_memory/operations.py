@@ -252,6 +252,10 @@ class GetContext(Input):
 
 
 # search and recall -------------------------------------------------------------------------------
+IncludeEchoes = Annotated[bool, Field(
+    description="Also agents' earlier calls of mcp-memory's own tools and their results (echoes of "
+                "earlier searches and recalls; left out by default).")]
+
 class SearchMessages(Input):
     """Search earlier agents' messages (Chinese, English, code identifiers), best first, with
     highlighted snippets; by words and, where embeddings exist, by meaning (the result's `mode` says
@@ -271,6 +275,7 @@ class SearchMessages(Input):
         description="fts (words), semantic (meaning) or hybrid (both); default hybrid when available.")] = None
     hits_only: Annotated[bool, Field(
         description="Leave out the turns listed only as context of a neighbouring hit (why = context).")] = False
+    include_echoes: IncludeEchoes = False
 
 
 class RecallHistory(Input):
@@ -282,6 +287,7 @@ class RecallHistory(Input):
                                 description="The current task or question, in your user's language.")]
     project_id: Project = None
     limit: Annotated[int, Field(ge=1, le=MAX_RECALL, description=f"At most this many items (max {MAX_RECALL}).")] = 5
+    include_echoes: IncludeEchoes = False
 
 
 # transfers to and from agents' native files (core/transfers.py) ---------------------------------

@@ -104,6 +104,9 @@ class Page(BaseModel):
         "and agent; view=full: the stored neutral messages."))
     next_after_seq: int = Field(description="Pass as after_seq to read the next page.")
     has_more: bool
+    scaffolding: int | None = Field(default=None, description=(
+        "view=conversation: messages of this page left out as the agent's own scaffolding (injected "
+        "instructions, environment blocks, reminders); view=full shows them."))
 
 
 class SnapshotCreated(BaseModel):

@@ -23,7 +23,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     add_arguments(search, "search_messages", {
         "query": (), "project_id": ("--project",), "agent_source": ("--agent",), "role": ("--role",),
         "session_id": ("--session",), "since": ("--since",), "until": ("--until",), "limit": ("--limit",),
-        "mode": ("--mode",), "hits_only": ("--hits-only",)})
+        "mode": ("--mode",), "hits_only": ("--hits-only",), "include_echoes": ("--include-echoes",)})
     search.add_argument("--json", action="store_true", help="print one JSON document")
 
     recall = sub.add_parser("recall", help="prompt-ready history block (as the recall tool); --hook for session start",
@@ -33,6 +33,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     recall.add_argument("--project", help="only this project (hook: default is the git root's folder name)")
     recall.add_argument("--limit", type=int, default=5)
     recall.add_argument("--json", action="store_true")
+    recall.add_argument("--include-echoes", action="store_true",
+                        help="also agents' earlier calls of mcp-memory's own tools and their results")
     recall.add_argument("--hook", action="store_true",
                         help="read the session-start hook JSON on stdin, print what the agent adds; never fails")
     recall.add_argument("--agent", help="with --hook: the agent whose hook runs this "
@@ -93,7 +95,8 @@ def recall(settings: Settings, args: argparse.Namespace) -> int:
         print("mcp-memory: [invalid] recall needs a QUERY (or --hook)", file=sys.stderr)
         return 2
     with service(settings) as svc:
-        result = svc.recall(args.query, project_id=args.project, limit=args.limit)
+        result = svc.recall(args.query, project_id=args.project, limit=args.limit,
+                            include_echoes=args.include_echoes)
     if args.json:
         print_json(result)
     else:

@@ -52,13 +52,14 @@ def check_mode(mode: Any) -> SearchMode | None:
 
 def search(
     db: Database, query: Any, *, embedder: Provider | None = None, mode: Any = None, session_id: str | None = None,
-    limit: Any = 10, hits_only: bool = False, **filters: Any,
+    limit: Any = 10, hits_only: bool = False, include_echoes: bool = False, **filters: Any,
 ) -> MatchList:
     """filters: project_id, agent_source, role, since, until. hits_only: leave out the turns that are
-    there only as the context of a neighbouring hit."""
+    there only as the context of a neighbouring hit. include_echoes: also the turns that echo
+    mcp-memory's own tools."""
     text = check_query(query)
     limit = check_limit(limit)
-    scope = check_scope(**filters)
+    scope = replace(check_scope(**filters), echoes=include_echoes is True)
     plan = plan_mode(db, embedder, check_mode(mode), scope.project_id)
     vector = None
     if plan.mode != "fts" and embedder is not None:

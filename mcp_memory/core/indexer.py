@@ -18,6 +18,7 @@ import os
 import threading
 import time
 
+from .. import scaffolding
 from ..errors import Forbidden, McpMemoryError, Unavailable
 from ..search.index import index_message
 from ..store.db import Database
@@ -33,6 +34,7 @@ PASS_LIMIT = 2000  # messages per indexing transaction
 QUIET_SECONDS = 0.1
 MAX_DELAY_SECONDS = 10.0
 CATCH_UP_SESSIONS = 50  # sessions of other processes caught up before one search, at most
+EARLIER_CALLS = 200  # messages before a pass searched for the call a tool result answers
 
 
 class Indexer:
@@ -159,16 +161,31 @@ class Indexer:
                 up_to = min(mark.last_seq, mark.indexed_seq + PASS_LIMIT)
                 rows = store.unindexed_messages(session_id, after_seq=mark.indexed_seq, up_to_seq=up_to,
                                                 limit=PASS_LIMIT)
-                store.index_pass(session_id, _index_rows(rows, background), indexed_seq=up_to)
+                calls = _memory_calls(store, session_id, rows, after_seq=mark.indexed_seq)
+                store.index_pass(session_id, _index_rows(rows, calls, background), indexed_seq=up_to)
             done += len(rows)
             if up_to >= mark.last_seq:
                 return done
 
 
-def _index_rows(rows: list[StoredText], background: bool) -> list[IndexRow]:
+def _memory_calls(store: SearchStore, session_id: str, rows: list[StoredText], *, after_seq: int) -> dict[str, str]:
+    """call id → tool, for the calls of mcp-memory's tools these rows make or answer (a result whose
+    call was indexed in an earlier pass: looked up among the EARLIER_CALLS messages before them)."""
+    payloads = [row.payload for row in rows]
+    calls = scaffolding.memory_calls(payloads)
+    missing = scaffolding.unanswered(payloads, calls)
+    if missing and after_seq > 0:
+        earlier = store.earlier_calls(session_id, before_seq=after_seq, ids=missing, lookback=EARLIER_CALLS)
+        calls.update({call_id: tool for call_id, name in earlier.items()
+                      if (tool := scaffolding.memory_tool(name)) is not None})
+    return calls
+
+
+def _index_rows(rows: list[StoredText], calls: dict[str, str], background: bool) -> list[IndexRow]:
     out = []
     for number, row in enumerate(rows, 1):
-        out.append(IndexRow(row.seq, row.role, row.created_at, index_message(row.payload)))
+        echo = scaffolding.echo_tool(row.payload, calls) is not None
+        out.append(IndexRow(row.seq, row.role, row.created_at, index_message(row.payload, echo=echo), echo))
         if background and number % 16 == 0:
             # let a tool call that arrived run now, not at the end of the interpreter's switch
             # interval (5 ms): in `serve` the pass shares the process with the tool calls

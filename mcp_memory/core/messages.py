@@ -16,6 +16,7 @@ import orjson
 from psycopg import Connection
 from pydantic import ValidationError
 
+from .. import scaffolding
 from ..errors import Conflict, Invalid, NotFound
 from ..operations import MAX_BATCH, MAX_PAGE, VIEWS
 from ..results import AppendManyResult, Page, Session, View
@@ -251,16 +252,22 @@ def _conversation(
     if session is None:  # removed between the lineage and the read: as if it had never been there
         raise NotFound(f"session {session_id} does not exist")
     turns = []
+    calls = scaffolding.memory_calls(row.payload for row in rows)
+    hidden = 0
     for row in rows:
+        if scaffolding.message_kind(row.payload) is not None:
+            hidden += 1
+            continue
         holder = holders.get(row.session_id)
         agent = holder.agent_source if holder is not None else None
         turn = conversation.turn(row.payload, seq=row.seq, created_at=format_time(row.created_at),
-                                 agent=agent if agent != session.agent_source else None)
+                                 agent=agent if agent != session.agent_source else None,
+                                 echo=scaffolding.echo_tool(row.payload, calls))
         if include_native:
             turn.native = (row.payload.get("metadata") or {}).get("native")
         turns.append(turn)
     return Page(session=conversation.head(session), messages=turns, next_after_seq=next_after_seq,
-                has_more=has_more)
+                has_more=has_more, scaffolding=hidden or None)
 
 
 def _neutral(payload: dict[str, Any]) -> dict[str, Any]:

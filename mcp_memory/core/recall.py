@@ -46,6 +46,7 @@ def language(query: str) -> str:
 
 def recall(
     db: Database, query: Any, *, project_id: str | None = None, limit: Any = 5, embedder: Provider | None = None,
+    include_echoes: bool = False,
 ) -> Recall:
     """Messages come from search in its default mode (hybrid when the project has vectors)."""
     text = search_core.check_query(query)
@@ -54,7 +55,8 @@ def recall(
     found = decisions_core.search(db, text, project_id=project_id, limit=max_decisions)
     found = [d for d in found if (d.score or 0) > 0 or _literal_hit(d, text)]
     sources = {(d.session_id, d.message_seq) for d in found}
-    matches = hybrid.search(db, text, embedder=embedder, project_id=project_id, limit=limit + len(found)).matches
+    matches = hybrid.search(db, text, embedder=embedder, project_id=project_id, limit=limit + len(found),
+                            include_echoes=include_echoes).matches
     matches = [m for m in matches if (m.session_id, m.seq) not in sources][: limit - len(found)]
     lang = language(text)
     items = [_decision_item(d, lang) for d in found] + [_message_item(m, lang) for m in matches]

@@ -176,17 +176,21 @@ class Service:
         self, query: str, *, project_id: str | None = None, agent_source: str | None = None,
         role: Role | None = None, session_id: str | None = None, since: str | None = None,
         until: str | None = None, limit: int = 10, mode: SearchMode | None = None, hits_only: bool = False,
+        include_echoes: bool = False,
     ) -> MatchList:
         """mode: fts | semantic | hybrid (default: hybrid when the project has vectors, else fts).
-        hits_only: leave out the turns there only as context of a neighbouring hit."""
+        hits_only: leave out the turns there only as context of a neighbouring hit. include_echoes: also
+        the turns that echo mcp-memory's own tools (scaffolding.py)."""
         self.indexer.catch_up(project_id if isinstance(project_id, str) else None)
         return hybrid.search(self.db, query, embedder=self.embedder, mode=mode, project_id=project_id,
                              agent_source=agent_source, role=role, session_id=session_id, since=since,
-                             until=until, limit=limit, hits_only=hits_only)
+                             until=until, limit=limit, hits_only=hits_only, include_echoes=include_echoes)
 
-    def recall(self, query: str, *, project_id: str | None = None, limit: int = 5) -> Recall:
+    def recall(self, query: str, *, project_id: str | None = None, limit: int = 5,
+               include_echoes: bool = False) -> Recall:
         self.indexer.catch_up(project_id if isinstance(project_id, str) else None)
-        return recall.recall(self.db, query, project_id=project_id, limit=limit, embedder=self.embedder)
+        return recall.recall(self.db, query, project_id=project_id, limit=limit, embedder=self.embedder,
+                             include_echoes=include_echoes)
 
     def add_synonyms(self, terms: list[str]) -> list[list[str]]:
         return search.add_synonyms(self.db, terms)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import agents
+from .. import agents, scaffolding
 from ..errors import Forbidden, Invalid, McpMemoryError
 from ..results import Exported, ImportResult, NativeFile, Session
 from ..schema import MappingReport, MessageIn, NeutralSession
@@ -156,6 +156,9 @@ def export(
     session = service.get_session(session_id)
     settings = write_options(to, options, _project_dir(cwd, session, local))
     neutral = neutral_session(session, all_messages(service, session_id))
+    left_out = 0
+    if neutral.agent != to:  # another agent's scaffolding is not a turn of this one (scaffolding.py)
+        neutral.messages, left_out = scaffolding.without_scaffolding(neutral.messages)
     result = Exported(session_id=session_id, agent=to, native_id="", report={})
     try:
         if install:
@@ -175,6 +178,9 @@ def export(
                 _relay(service, adapter, written, result)
     except (ValueError, OSError, RuntimeError) as exc:  # bad meta, an unwritable folder, a failed import
         raise Invalid(f"cannot export {session_id} to {adapter.display_name}: {exc}") from None
+    if left_out:
+        written.report.note(f"{left_out} message(s) of {neutral.agent}'s own scaffolding (injected instructions, "
+                            "environment blocks, reminders) left out: the target agent writes its own")
     result.native_id, result.report = written.native_id, written.report.to_dict()
     return result
 

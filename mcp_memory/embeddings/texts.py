@@ -23,7 +23,7 @@ class EmbedItem:
 
 
 def items_for(seq: int, payload: dict[str, Any]) -> list[EmbedItem]:
-    text = " ".join(payload_text(payload, limit=MESSAGE_CHARS).split())
+    text = " ".join(payload_text(payload, limit=MESSAGE_CHARS, echoes=False).split())
     return [EmbedItem(seq, text)] if text else []
 
 

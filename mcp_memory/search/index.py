@@ -44,5 +44,7 @@ def _lexeme(term: str) -> str:
     return lexeme(term)
 
 
-def index_message(payload: dict[str, Any]) -> IndexedText:
-    return index_text(payload_text(payload))
+def index_message(payload: dict[str, Any], *, echo: bool = False) -> IndexedText:
+    """A message's index form; `echo`: the whole turn is an echo of mcp-memory's tools (its calls stay
+    in its text, so that include_echoes finds them), otherwise calls of those tools are left out."""
+    return index_text(payload_text(payload, echoes=echo))

@@ -698,6 +698,14 @@ BEGIN
 END $$;
 
 CREATE FUNCTION public.mm_index_messages(p_session_id text, p_seqs bigint[], p_doc_lens integer[], p_tsvs text[], p_terms text[], p_dfs bigint[], p_shard smallint, p_indexed_seq bigint) RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    SELECT mm_index_messages(p_session_id, p_seqs, p_doc_lens, p_tsvs, p_terms, p_dfs, p_shard, p_indexed_seq,
+                             NULL::boolean[])
+$$;
+
+CREATE FUNCTION public.mm_index_messages(p_session_id text, p_seqs bigint[], p_doc_lens integer[], p_tsvs text[], p_terms text[], p_dfs bigint[], p_shard smallint, p_indexed_seq bigint, p_echoes boolean[]) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
@@ -712,7 +720,8 @@ BEGIN
     END IF;
     PERFORM mm_require_write(s.project_id);
     IF p_shard < 0 OR p_shard >= 64 OR pg_catalog.cardinality(p_doc_lens) <> n OR pg_catalog.cardinality(p_tsvs) <> n
-       OR coalesce(pg_catalog.cardinality(p_terms), 0) <> coalesce(pg_catalog.cardinality(p_dfs), 0) THEN
+       OR coalesce(pg_catalog.cardinality(p_terms), 0) <> coalesce(pg_catalog.cardinality(p_dfs), 0)
+       OR (p_echoes IS NOT NULL AND pg_catalog.cardinality(p_echoes) <> n) THEN
         RAISE EXCEPTION 'index rows do not line up' USING ERRCODE = 'MM400';
     END IF;
     SELECT coalesce(p.indexed_seq, s.fork_seq, 0) INTO mark
@@ -722,10 +731,11 @@ BEGIN
         RAISE EXCEPTION 'index rows of session % must lie in (%, %]', p_session_id, mark, s.last_seq
             USING ERRCODE = 'MM400';
     END IF;
-    INSERT INTO message_search (session_id, seq, project_id, role, created_at, doc_len, tsv)
-    SELECT p_session_id, m.seq, s.project_id, m.role, m.created_at, greatest(x.doc_len, 0), x.tsv::tsvector
-    FROM ROWS FROM (pg_catalog.unnest(p_seqs), pg_catalog.unnest(p_doc_lens), pg_catalog.unnest(p_tsvs))
-         AS x(seq, doc_len, tsv)
+    INSERT INTO message_search (session_id, seq, project_id, role, created_at, doc_len, tsv, echo)
+    SELECT p_session_id, m.seq, s.project_id, m.role, m.created_at, greatest(x.doc_len, 0), x.tsv::tsvector,
+           coalesce(x.echo, false)
+    FROM ROWS FROM (pg_catalog.unnest(p_seqs), pg_catalog.unnest(p_doc_lens), pg_catalog.unnest(p_tsvs),
+                    pg_catalog.unnest(coalesce(p_echoes, '{}'::boolean[]))) AS x(seq, doc_len, tsv, echo)
     JOIN messages m ON m.session_id = p_session_id AND m.seq = x.seq;
     IF n > 0 THEN
         INSERT INTO search_term_stats AS t (project_id, term, shard, df)
@@ -1404,6 +1414,7 @@ CREATE TABLE public.message_search (
     created_at timestamp with time zone NOT NULL,
     doc_len integer NOT NULL,
     tsv tsvector NOT NULL,
+    echo boolean DEFAULT false NOT NULL,
     CONSTRAINT message_search_doc_len_check CHECK ((doc_len >= 0))
 );
 

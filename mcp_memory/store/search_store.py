@@ -30,6 +30,7 @@ class IndexRow:
     role: str
     created_at: datetime | None
     doc: IndexedText
+    echo: bool = False  # the turn echoes mcp-memory's own tools (scaffolding.py)
 
 
 @dataclass(frozen=True)
@@ -59,11 +60,12 @@ class Scope:
     since: datetime | None = None
     until: datetime | None = None
     segments: list[tuple[str, int, int]] | None = None
+    echoes: bool = False  # include turns that echo mcp-memory's own tools
 
     def params(self) -> dict[str, Any]:
         segs = self.segments
         return {
-            "project_id": self.project_id, "agent_source": self.agent_source, "role": self.role,
+            "echoes": self.echoes, "project_id": self.project_id, "agent_source": self.agent_source, "role": self.role,
             "since": self.since, "until": self.until,
             "seg_sessions": [s[0] for s in segs] if segs is not None else None,
             "seg_lower": [s[1] for s in segs] if segs is not None else None,
@@ -91,7 +93,7 @@ class SearchStore(Statements):
         self.conn.execute(q("search_index_pass"), {
             "session_id": session_id, "seqs": [r.seq for r in rows], "doc_lens": [r.doc.length for r in rows],
             "tsvs": [r.doc.tsv for r in rows], "terms": terms, "dfs": [df[t] for t in terms],
-            "shard": shard_of(session_id), "indexed_seq": indexed_seq})
+            "shard": shard_of(session_id), "indexed_seq": indexed_seq, "echoes": [r.echo for r in rows]})
 
     def lock_session_index(self, session_id: str) -> Watermark | None:
         """Take the session's indexing turn (until the transaction ends); None: no such session."""
@@ -103,6 +105,13 @@ class SearchStore(Statements):
         rows = self.conn.execute(q("search_unindexed_messages"), {
             "session_id": session_id, "after_seq": after_seq, "up_to_seq": up_to_seq, "limit": limit}).fetchall()
         return [StoredText(*row) for row in rows]
+
+    def earlier_calls(self, session_id: str, *, before_seq: int, ids: Sequence[str], lookback: int) -> dict[str, str]:
+        """call id → function name, for the given ids among the session's last `lookback` tool calls
+        up to `before_seq`."""
+        rows = self.conn.execute(q("search_earlier_calls"), {
+            "session_id": session_id, "before_seq": before_seq, "ids": list(ids), "lookback": lookback}).fetchall()
+        return {row[0]: row[1] for row in rows if isinstance(row[1], str)}
 
     def pending_sessions(self, project_id: str | None, limit: int, *, untracked: bool = False) -> list[str]:
         """Sessions whose index is behind; `untracked` also finds those without a progress row

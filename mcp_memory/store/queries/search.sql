@@ -1,8 +1,10 @@
 -- name: search_index_pass
 -- An indexing pass of one session through the database (mm_index_messages, migration 0007): the
--- rows, the BM25 statistics and the watermark. Role and time come from the stored messages.
+-- rows, the BM25 statistics and the watermark. Role and time come from the stored messages; `echoes`
+-- marks the rows that echo mcp-memory's own tools (migration 0017).
 SELECT mm_index_messages(%(session_id)s, %(seqs)b::bigint[], %(doc_lens)b::integer[], %(tsvs)b::text[],
-                         %(terms)b::text[], %(dfs)b::bigint[], %(shard)s::smallint, %(indexed_seq)s);
+                         %(terms)b::text[], %(dfs)b::bigint[], %(shard)s::smallint, %(indexed_seq)s,
+                         %(echoes)b::boolean[]);
 
 -- name: search_term_df
 SELECT term, sum(df)::bigint AS df FROM search_term_stats
@@ -20,6 +22,7 @@ WITH candidates AS (
     SELECT m.session_id, m.seq, m.created_at, m.doc_len, m.tsv
     FROM message_search m
     WHERE m.tsv @@ %(match)s::tsquery
+      AND (%(echoes)s::boolean OR NOT m.echo)
       AND (%(project_id)s::text IS NULL OR m.project_id = %(project_id)s)
       AND (%(role)s::text IS NULL OR m.role = %(role)s)
       AND (%(since)s::timestamptz IS NULL OR m.created_at >= %(since)s)
@@ -49,6 +52,7 @@ JOIN message_search ms ON ms.session_id = k.session_id AND ms.seq = k.seq
 JOIN messages m ON m.session_id = k.session_id AND m.seq = k.seq
 JOIN sessions s ON s.session_id = m.session_id
 WHERE (%(required)s::tsquery IS NULL OR ms.tsv @@ %(required)s::tsquery)
+  AND (%(echoes)s::boolean OR NOT ms.echo)
   AND (%(project_id)s::text IS NULL OR ms.project_id = %(project_id)s)
   AND (%(role)s::text IS NULL OR ms.role = %(role)s)
   AND (%(since)s::timestamptz IS NULL OR ms.created_at >= %(since)s)
@@ -78,6 +82,17 @@ SELECT seq, role, payload, created_at FROM messages
 WHERE session_id = %(session_id)s AND seq > %(after_seq)s AND seq <= %(up_to_seq)s
 ORDER BY seq
 LIMIT %(limit)s;
+
+-- name: search_earlier_calls
+-- The function names of earlier tool calls of the session that these ids name: a tool result
+-- indexed in a later pass than its call (echoes of mcp-memory's tools, core/indexer.py). Only the
+-- EARLIER_CALLS messages before the pass are looked at.
+SELECT c.value->>'id' AS id, c.value->'function'->>'name' AS name
+FROM messages m
+CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(m.payload->'tool_calls') = 'array'
+                                             THEN m.payload->'tool_calls' ELSE '[]'::jsonb END) AS c(value)
+WHERE m.session_id = %(session_id)s AND m.seq <= %(before_seq)s AND m.seq > %(before_seq)s - %(lookback)s
+  AND m.role = 'assistant' AND c.value->>'id' = ANY(%(ids)s::text[]);
 
 -- name: search_forget_session
 -- `reindex --full`, one session under its indexing lock: its index rows go, their counts leave the
