@@ -147,6 +147,10 @@ class Imported(BaseModel):
     report: dict[str, Any] = Field(default_factory=dict, description="What the reader dropped, transformed or "
                                                                      "synthesised.")
     error: str | None = Field(default=None, description="Why this session was not stored (the others were).")
+    code: str | None = Field(default=None, description="The error's code (forbidden, invalid, conflict …).")
+    project_id: str | None = Field(default=None, description="The project it went to.")
+    project_rule: str | None = Field(default=None, description=(
+        "Why that project: flag, config, file, session, folder or default (README, Projects)."))
     relayed_from: dict[str, Any] | None = Field(
         default=None, description="For the continuation of an exported session: the source session, snapshot and seq.")
 

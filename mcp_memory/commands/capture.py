@@ -37,13 +37,18 @@ def _sync(settings: Settings, args: argparse.Namespace, *, payload: dict[str, An
     settings = replace(settings, connect_timeout=min(settings.connect_timeout, 2.0))
     result = capture(settings, lambda: service(settings), agent=args.agent, path=args.path, session=args.session,
                      hook=payload, project=args.project, environ=os.environ)
+    for r in result.kept:  # one line each, also from a hook: nothing is dropped silently
+        print(f"mcp-memory sync: {r.agent} session {r.native_id} kept in the spool: {r.error} "
+              "(see `mcp-memory spool list`; `mcp-memory projects map FOLDER PROJECT` sends a folder elsewhere)",
+              file=sys.stderr)
     if args.json:
-        print_json({"sessions": [r.to_dict() for r in result.sessions], "spooled": result.spooled})
+        print_json({"sessions": [r.to_dict() for r in result.sessions], "kept": [r.to_dict() for r in result.kept],
+                    "spooled": result.spooled})
     elif not args.hook:
         for r in result.sessions:
-            print(f"{r.native_id} → {r.session_id}: {r.new} new, {r.duplicates} already stored"
-                  + (f" (error: {r.error})" if r.error else ""))
-    return 1 if any(r.error for r in result.sessions) and not args.hook else 0
+            print(f"{r.native_id} → {r.session_id} (project {r.project_id}, rule: {r.project_rule}): "
+                  f"{r.new} new, {r.duplicates} already stored")
+    return 1 if result.kept and not args.hook else 0
 
 
 LAST_RUN = "sync-last.json"  # the outcome of the last hook run, for `doctor`

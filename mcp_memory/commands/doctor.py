@@ -67,8 +67,11 @@ def _capture_check(settings: Settings) -> Check:
     from ..spool import Spool
     from .capture import LAST_RUN
 
-    spooled = Spool(settings.data_dir / "spool").count()
-    waiting = f"; {spooled} capture(s) spooled for the next run" if spooled else ""
+    pending = Spool(settings.data_dir / "spool").pending()
+    spooled = len(pending)
+    reasons = sorted({p.reason for p in pending})
+    waiting = (f"; {sum(len(p.sessions) for p in pending)} captured session(s) wait in the spool "
+               f"({'; '.join(reasons[:3])}) — `mcp-memory spool list` shows them" if pending else "")
     try:
         last = json.loads((settings.data_dir / LAST_RUN).read_text())
     except (OSError, ValueError):

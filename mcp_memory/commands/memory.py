@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from .. import agents
 from ..config import Settings
+from ..core import projects
 from ..operations import BY_NAME
 from .cliargs import add_arguments, parse
 from .output import print_json, service
@@ -110,7 +111,9 @@ def hook(settings: Settings, args: argparse.Namespace, stdin: str) -> int:
     prints nothing, exit 0."""
     try:
         event = json.loads(stdin) if stdin.strip() else {}
-        project = args.project or project_of(event.get("cwd") or ".")
+        cwd = event.get("cwd") if isinstance(event.get("cwd"), str) else os.getcwd()
+        project = projects.resolve(os.path.abspath(cwd), explicit=args.project,
+                                   mapping=settings.raw.get("projects")).project
         with service(settings) as svc:
             if args.query:
                 result = svc.recall(args.query, project_id=project, limit=args.limit)
@@ -122,15 +125,6 @@ def hook(settings: Settings, args: argparse.Namespace, stdin: str) -> int:
     except Exception:  # noqa: BLE001 — the hook contract: silence rather than a failed session start
         return 0
     return 0
-
-
-def project_of(cwd: str) -> str:
-    """The project id for a directory: the name of its git root, else of the directory itself."""
-    path = Path(cwd).resolve()
-    for folder in (path, *path.parents):
-        if (folder / ".git").exists():
-            return folder.name
-    return path.name
 
 
 def synonyms(settings: Settings, args: argparse.Namespace) -> int:

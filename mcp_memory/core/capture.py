@@ -2,9 +2,11 @@
 
 The agent locates its session (`Agent.capture_target`: the hook's JSON, a path, a session id) and
 reads only what is new since the cursor this machine kept for it (a small file under the data
-folder). What cannot be stored now (database unreachable) is spooled (spool.py) and delivered by
-the next run, before anything new; the cursor moves on either way, so nothing is read twice and
-nothing is dropped. A refused credential (revoked, expired) stores, spools and moves nothing.
+folder). What cannot be stored now is spooled (spool.py) with the reason — the database is
+unreachable, or it refused the session (most often: its project, core/projects.py, is not one this
+token may write) — and delivered by a later run, before anything new; the cursor moves on either
+way, so nothing is read twice and nothing is dropped. A refused credential (revoked, expired)
+stores, spools and moves nothing.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ log = logging.getLogger(__name__)
 @dataclass
 class Captured:
     sessions: list[Imported] = field(default_factory=list)  # stored now (spooled ones first)
-    spooled: int = 0  # sessions waiting in the spool after this run
+    kept: list[Imported] = field(default_factory=list)  # refused now, kept in the spool (their error says why)
+    spooled: int = 0  # spool files waiting after this run
 
 
 def capture(
@@ -53,16 +56,31 @@ def capture(
     result = Captured()
     try:
         with open_service() as svc:
-            for pending in spool.pending():
-                result.sessions.extend(store_sessions(svc, pending.sessions, project_id=pending.project))
-                pending.delivered()
-            result.sessions.extend(store_sessions(svc, sessions, project_id=project))
+            deliver(svc, spool, result)
+            stored = store_sessions(svc, sessions, project_id=project)
+            for neutral, imported in zip(sessions, stored, strict=True):
+                if imported.error is None:
+                    result.sessions.append(imported)
+                elif neutral.messages:  # a refused read with nothing new loses nothing: the spool has the rest
+                    spool.add([neutral], project=project, reason=imported.error)
+                    result.kept.append(imported)
     except Unavailable as exc:
-        spool.add(sessions, project=project)
+        spool.add(sessions, project=project, reason=f"the database was unreachable: {exc}")
         log.warning("database unreachable, %d session(s) spooled for the next sync: %s", len(sessions), exc)
     save_cursor(settings, target.key, cursor)
     result.spooled = spool.count()
     return result
+
+
+def deliver(svc: Service, spool: Spool, result: Captured) -> None:
+    """Store what the spool holds, oldest first; what the database refuses again stays, with the new
+    reason (a project mapped since then resolves anew: spooled sessions keep their own folder)."""
+    for pending in spool.pending():
+        stored = store_sessions(svc, pending.sessions, project_id=pending.project)
+        result.sessions.extend(r for r in stored if r.error is None)
+        refused = [(s, r) for s, r in zip(pending.sessions, stored, strict=True) if r.error is not None]
+        result.kept.extend(r for _, r in refused)
+        pending.refused([s for s, _ in refused], refused[0][1].error or "" if refused else "")
 
 
 def cursor_file(settings: Settings, key: str) -> Path:

@@ -22,7 +22,7 @@ from ..results import Imported
 from ..schema import MessageIn, NeutralSession
 from ..store.core_store import Store
 from ..store.imports_store import Relay, ensure_session, find_relays, fork_for_relay, record_relay
-from .sessions import check_project
+from . import projects
 
 if TYPE_CHECKING:
     from .service import Service
@@ -47,14 +47,17 @@ def store_sessions(
     order = sorted(range(len(sessions)), key=lambda i: sessions[i].parent_native_id is not None)
     for done, index in enumerate(order, 1):
         neutral = sessions[index]
-        project = project_for(neutral, project_id)
-        sid = imported_session_id(project, neutral.agent, neutral.native_id)
-        result = Imported(session_id=sid, native_id=neutral.native_id, agent=neutral.agent,
+        result = Imported(session_id="", native_id=neutral.native_id, agent=neutral.agent,
                           messages=len(neutral.messages), report=neutral.report.to_dict() if neutral.report else {})
         try:
+            resolved = project_for(service, neutral, project_id)
+            project = resolved.project
+            result.project_id, result.project_rule = project, resolved.rule
+            result.session_id = sid = imported_session_id(project, neutral.agent, neutral.native_id)
             relay = None if neutral.parent_native_id else relay_of(service, neutral)
             if relay is not None:
                 result.session_id = imported_session_id(relay.project_id, neutral.agent, neutral.native_id)
+                result.project_id, result.project_rule = relay.project_id, "relay"
                 ids[neutral.native_id] = result.session_id
                 _store_relayed(service, neutral, relay, result)
             else:
@@ -63,25 +66,19 @@ def store_sessions(
         except (Unavailable, Unauthorized):
             raise  # the caller decides: fail, or spool for later (sync); a refused credential fails them all
         except McpMemoryError as exc:
-            result.error = exc.render()
+            result.error, result.code = exc.render(), exc.code
         results[index] = result
         if on_progress:
             on_progress(done, len(sessions))
     return [results[i] for i in range(len(sessions))]
 
 
-def project_for(neutral: NeutralSession, explicit: str | None) -> str:
-    """--project, else the session's own project, else the last folder of its cwd, else 'default'."""
-    if explicit:
-        return check_project(explicit)
-    candidates = [neutral.meta.get("project"), neutral.meta.get("project_id")]
-    cwd = neutral.meta.get("cwd")
-    if isinstance(cwd, str) and cwd.strip("/\\"):
-        candidates.append(cwd.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1])
-    for candidate in candidates:
-        if isinstance(candidate, str) and candidate.strip():
-            return candidate[:200]
-    return "default"
+def project_for(service: Service, neutral: NeutralSession, explicit: str | None) -> projects.Resolved:
+    """The session's project by the rules of core/projects.py (the config's [projects] table, a
+    project file, the session's own project, its folder)."""
+    named = neutral.meta.get("project") or neutral.meta.get("project_id")
+    return projects.resolve(neutral.meta.get("cwd"), explicit=explicit, mapping=service.settings.raw.get("projects"),
+                            session_project=named)
 
 
 def _store(service: Service, neutral: NeutralSession, sid: str, project: str, parent_sid: str | None,
