@@ -140,9 +140,10 @@ class RolloutWriter:
 
     def _user(self, message: MessageIn) -> None:
         self._message("user", message.content)
-        self._line(
-            "event_msg", {"type": "user_message", "message": plain_text(message.content), "images": []}
-        )
+        content = message.content
+        if isinstance(content, list):
+            content = [part for part in content if not part.model_dump().get("scaffold")]
+        self._line("event_msg", {"type": "user_message", "message": plain_text(content), "images": []})
         self.report.synthesize("event_msg user_message (UI replay)")
 
     def _assistant(self, message: MessageIn) -> None:
