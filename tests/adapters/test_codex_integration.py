@@ -95,7 +95,7 @@ def test_a_hooks_value_that_is_not_a_table_is_refused(tmp_path):
     with pytest.raises(ValueError, match="hooks is not a table"):
         run(tmp_path)
     (tmp_path / "codex" / "config.toml").write_text('[hooks]\nStop = "no"\n')
-    with pytest.raises(ValueError, match="hooks.Stop is not a list"):
+    with pytest.raises(ValueError, match=r"hooks\.Stop is not a list"):
         run(tmp_path)
 
 
