@@ -11,6 +11,7 @@ tables survive; running twice changes nothing; uninstall removes only what is ou
 
 from __future__ import annotations
 
+import os
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
@@ -21,7 +22,7 @@ from tomlkit.exceptions import TOMLKitError
 
 from ...files import atomic_write
 from ..install_support import SERVER_NAME, check_request, merge_server
-from .hooks import hook_commands, set_hooks, set_trust
+from .hooks import event_label, hook_commands, our_positions, set_hooks, set_trust, trust_entries
 from .trust import TrustUnavailable, current_hashes
 
 
@@ -58,25 +59,33 @@ def register(
     if changes:
         _save(path, document)
     if commands is not None:
-        changes += _trust(path, set(commands.values()), cwd=Path(cwd), environ=environ)
+        changes += _trust(path, commands, environ=environ)
     return changes
 
 
-def _trust(path: Path, commands: set[str], *, cwd: Path, environ: Mapping[str, str]) -> list[str]:
+def _trust(path: Path, commands: Mapping[str, str], *, environ: Mapping[str, str]) -> list[str]:
     """Record Codex's trust for our hooks (trust.py); say how to grant it by hand when Codex cannot
-    be asked. Lines that only repeat an existing trust are not reported."""
+    be asked. Entries that are already right are not reported."""
     how = ("Codex runs them only once trusted: start codex and accept them in /hooks, "
            "or run `mcp-memory install codex` again with codex on PATH")
+    scratch = tomlkit.document()
+    set_hooks(scratch, commands, where="hooks")
     try:
-        hashes = current_hashes(path, commands, cwd=cwd, environ=environ)
+        hashes = current_hashes(tomlkit.dumps(scratch), environ)
     except TrustUnavailable as exc:
         return [f"{path}: hooks not trusted yet ({exc}); {how}"]
-    if len(hashes) < len(commands):
-        return [f"{path}: Codex did not list all our hooks; {how}"]
     document = _load(path)
-    state = document.get("hooks", {}).get("state", {})
-    wanted = {key: digest for key, digest in hashes.items()
-              if not isinstance(state.get(key), dict) or state[key].get("trusted_hash") != digest}
+    hooks = document["hooks"]
+    state = trust_entries(hooks)
+    wanted = {}
+    for event, group, handler in our_positions(hooks):
+        digest = hashes.get(hooks[event][group]["hooks"][handler]["command"])
+        if digest is None:
+            return [f"{path}: Codex did not list our {event} hook; {how}"]
+        key = f"{os.path.abspath(path)}:{event_label(event)}:{group}:{handler}"
+        entry = state.get(key)
+        if not isinstance(entry, dict) or entry.get("trusted_hash") != digest:
+            wanted[key] = digest
     if not wanted:
         return []
     set_trust(document, wanted)

@@ -1,12 +1,15 @@
-"""Asking Codex for the trust hash of the hooks `install` just wrote.
+"""Asking Codex for the trust hash of the hooks `install` writes.
 
 Codex runs a user's hook only when `[hooks.state."<key>"] trusted_hash` equals the hash it computes
 for the hook's definition; a person normally grants that in Codex's `/hooks` review. `install` is
 that person's explicit request to add exactly these hooks, so it records the trust for them — and
-only for handlers it wrote itself (same command, in the config file it edited). The hash is never
-computed here: Codex's own app server reports it (`hooks/list` → `key`, `currentHash`), so a change
-of Codex's hashing cannot produce a wrong entry. Without the codex binary, or when the app server
-does not answer, nothing is trusted and `install` says how to trust the hooks by hand.
+only for handlers it wrote itself. The hash is never computed here: Codex's own app server reports
+it (`hooks/list` → `currentHash`). The app server runs in a throwaway CODEX_HOME (and HOME) whose
+config.toml holds nothing but our hooks: the user's config and folders are neither read nor touched
+by it (Codex fills its home with state databases), and the hash depends only on the handler's
+definition, not on the file or the position (checked with Codex CLI 0.169.0). Without the codex
+binary, or when the app server does not answer, nothing is trusted and `install` says how to trust
+the hooks by hand.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import os
 import select
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -28,26 +32,25 @@ class TrustUnavailable(RuntimeError):
     """Codex could not be asked (not installed, no answer, an error reply)."""
 
 
-def current_hashes(
-    config: Path, commands: set[str], *, cwd: Path, environ: Mapping[str, str]
-) -> dict[str, str]:
-    """key → currentHash of the hooks in `config` whose command is one of `commands`."""
+def current_hashes(hooks_toml: str, environ: Mapping[str, str]) -> dict[str, str]:
+    """command → Codex's currentHash, for each command hook of `hooks_toml` (a config.toml text)."""
     program = shutil.which("codex", path=environ.get("PATH") or os.defpath)
     if program is None:
         raise TrustUnavailable("the codex command is not on PATH")
-    listed = _hooks_list(program, cwd, dict(environ))
+    with tempfile.TemporaryDirectory(prefix="mcp-memory-codex-") as folder:
+        home = Path(folder)
+        (home / "codex").mkdir()
+        (home / "codex" / "config.toml").write_text(hooks_toml, encoding="utf-8")
+        env = {"PATH": environ.get("PATH") or os.defpath, "HOME": str(home), "CODEX_HOME": str(home / "codex"),
+               "LANG": environ.get("LANG") or "C.UTF-8", "RUST_LOG": "error"}
+        listed = _hooks_list(program, home, env)
     found = {}
     for entry in listed:
-        if not isinstance(entry, dict) or entry.get("command") not in commands:
+        if not isinstance(entry, dict) or entry.get("handlerType") != "command":
             continue
-        if entry.get("handlerType") != "command" or entry.get("isManaged"):
-            continue
-        source = entry.get("sourcePath")
-        if not isinstance(source, str) or Path(source).resolve() != config.resolve():
-            continue
-        key, digest = entry.get("key"), entry.get("currentHash")
-        if isinstance(key, str) and isinstance(digest, str) and digest.startswith("sha256:"):
-            found[key] = digest
+        command, digest = entry.get("command"), entry.get("currentHash")
+        if isinstance(command, str) and isinstance(digest, str) and digest.startswith("sha256:"):
+            found[command] = digest
     return found
 
 
