@@ -23,6 +23,7 @@ from agent_runs import headless, make_home, mcp_memory, missing
 from scripted_model import ScriptedModel
 
 from mcp_memory.agents import adapter_for
+from mcp_memory.agents.codex.trust import _hooks_list
 
 pytestmark = [pytest.mark.interop, pytest.mark.skipif(missing("codex"), reason="codex CLI is not on PATH")]
 
@@ -108,10 +109,22 @@ def test_turns_are_captured_by_the_hook_and_recall_starts_the_thread(home, setti
     assert ids == [m.append_id for m in full.messages]  # exactly what one full read of the rollout gives
 
 
-def test_install_trusts_only_its_own_hooks_and_uninstall_removes_them(home) -> None:
+def test_install_trusts_only_its_own_hooks_and_uninstall_removes_them(tmp_path: Path, settings, profile) -> None:
+    """With a Stop hook of the user's own first, Codex itself reports ours trusted (their trust keys
+    hold our positions) and the user's hook untouched; uninstall takes ours and their trust away."""
+    home = make_home("codex", tmp_path / "codex", tmp_path / "work", settings.dsn, profile)
     config = Path(home.env["CODEX_HOME"]) / "config.toml"
-    hooks = tomllib.loads(config.read_text())["hooks"]
-    assert sorted(k.rsplit(":", 3)[1] for k in hooks["state"]) == ["session_start", "stop"]
+    own = '\n[[hooks.Stop]]\n[[hooks.Stop.hooks]]\ntype = "command"\ncommand = "echo my own hook"\n'
+    config.write_text(config.read_text() + own)
+    done = mcp_memory(home.env, home.work, "install", "codex")
+    assert "trusted our hooks for Codex" in done.stdout, done.stdout
+    status = {hook["command"]: hook["trustStatus"] for hook in _hooks_list(
+        "codex", home.work, {**home.env, "PATH": home.env["PATH"]})}
+    ours = {command: state for command, state in status.items() if "mcp-memory" in command}
+    assert sorted(ours.values()) == ["trusted", "trusted"] and len(ours) == 2
+    assert status["echo my own hook"] == "untrusted"
+    assert "nothing to change" in mcp_memory(home.env, home.work, "install", "codex").stdout
     mcp_memory(home.env, home.work, "install", "codex", "--uninstall")
     data = tomllib.loads(config.read_text())
-    assert "hooks" not in data and "mcp-memory" not in data.get("mcp_servers", {})
+    assert data["hooks"] == {"Stop": [{"hooks": [{"type": "command", "command": "echo my own hook"}]}]}
+    assert "mcp-memory" not in data.get("mcp_servers", {})
