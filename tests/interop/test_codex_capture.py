@@ -128,3 +128,25 @@ def test_install_trusts_only_its_own_hooks_and_uninstall_removes_them(tmp_path: 
     data = tomllib.loads(config.read_text())
     assert data["hooks"] == {"Stop": [{"hooks": [{"type": "command", "command": "echo my own hook"}]}]}
     assert "mcp-memory" not in data.get("mcp_servers", {})
+
+
+def test_an_unreachable_database_neither_fails_nor_holds_up_the_turn(tmp_path: Path, settings, profile) -> None:
+    """The Stop hook with a database that does not answer: the turn ends normally and in time, the
+    messages wait in the spool, and the next sync delivers them once — nothing read twice."""
+    dead = f"host={tmp_path / 'no-server'} dbname=nothing user=nobody"
+    home = make_home("codex", tmp_path / "codex", tmp_path / "work", dead, profile)
+    mcp_memory(home.env, home.work, "install", "codex")
+    with ScriptedModel(answer) as model:
+        started = time.monotonic()
+        run = headless(home, model.url, FIRST)
+        assert time.monotonic() - started < 30
+    assert ANSWERS[FIRST] in run.stdout
+    spooled = list(Path(profile["MCP_MEMORY_HOME"]).rglob("spool/*.json"))
+    assert len(spooled) == 1 and ANSWERS[FIRST] in spooled[0].read_text()
+    (rollout,) = Path(home.env["CODEX_HOME"], "sessions").rglob("rollout-*.jsonl")
+    live = {**home.env, "MCP_MEMORY_DSN": settings.dsn}
+    mcp_memory(live, home.work, "sync", "codex", "--path", str(rollout))
+    mcp_memory(live, home.work, "sync", "codex", "--path", str(rollout))
+    rows = stored(settings.dsn)
+    (full,) = adapter_for("codex").read([rollout])
+    assert [row[1] for row in rows] == [m.append_id for m in full.messages]
