@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from agent_fixtures import FIXTURES
 
 from mcp_memory.agents import NeutralSession, WriteOptions, adapter_for
@@ -137,3 +138,30 @@ def test_incremental_messages_keep_their_native_lines(tmp_path: Path) -> None:
     assert "trailing" not in first.meta["native"] and len(second.messages) == 1
     assert [line["payload"]["type"] for line in second.messages[0].metadata["native_before"]] == [
         "item_completed", "item_completed"]
+
+
+def test_a_cursor_that_does_not_fit_starts_over(tmp_path: Path) -> None:
+    """A cursor of another version, with nonsense values, or past the end of a file that was replaced
+    by a shorter one, reads the file from the start: the same ids as a full read, nothing lost."""
+    path = tmp_path / HOOK_RUN.name
+    path.write_bytes(HOOK_RUN.read_bytes())
+    expected = [m.append_id for m in read(HOOK_RUN).messages]
+    for cursor in ({"v": 99, "offset": 0, "line": 0}, {"v": 1, "offset": "12", "line": None},
+                   {"v": 1, "offset": 10**9, "line": 3, "state": {"seen_keys": "x"}}, "junk"):
+        (session,), _ = adapter_for("codex").read_incremental(path, cursor)  # type: ignore[arg-type]
+        assert [m.append_id for m in session.messages] == expected
+
+
+def test_hook_payload_names_the_rollout() -> None:
+    from mcp_memory.agents import FormatError, get
+
+    codex = get("codex")
+    assert codex.path_from_hook({"hook_event_name": "Stop", "transcript_path": "/r/rollout-x.jsonl"}) == Path(
+        "/r/rollout-x.jsonl")
+    assert codex.path_from_hook({}) is None
+    for bad in ({"hook_event_name": "Stop"}, {"hook_event_name": "Stop", "transcript_path": ["x"]},
+                {"hook_event_name": "Stop", "transcript_path": "/etc/passwd"}):
+        with pytest.raises(FormatError, match="transcript_path must name a rollout file"):
+            codex.path_from_hook(bad)
+    assert codex.session_start_output("MEMORY") == {
+        "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "MEMORY"}}

@@ -28,6 +28,15 @@ def fresh_cursor() -> dict[str, Any]:
     return {"v": CURSOR_VERSION, "offset": 0, "line": 0, "state": None}
 
 
+def _usable(cursor: Any, size: int) -> bool:
+    """A cursor of this version whose offset and line number are numbers within the file."""
+    if not isinstance(cursor, dict) or cursor.get("v") != CURSOR_VERSION:
+        return False
+    offset, line = cursor.get("offset"), cursor.get("line")
+    return (isinstance(offset, int) and isinstance(line, int) and not isinstance(offset, bool)
+            and 0 <= offset <= size and line >= 0)
+
+
 def read_new_lines(path: Path, offset: int) -> tuple[list[tuple[int, Any]], int]:
     """(byte offset of each complete line after `offset`, decoded line or None), and the offset
     just past the last complete line."""
@@ -79,13 +88,13 @@ def read_incremental(
     path: Path, cursor: dict[str, Any] | None, fallback_id: str
 ) -> tuple[RolloutState, dict[str, Any]]:
     """The state holding only the messages after `cursor` (None: from the start), and the next cursor."""
-    size = path.stat().st_size
-    if not isinstance(cursor, dict) or cursor.get("v") != CURSOR_VERSION or not 0 <= cursor.get("offset", -1) <= size:
+    if not _usable(cursor, path.stat().st_size):
         cursor = fresh_cursor()  # first read, another version, or a file that was replaced by a shorter one
+    assert cursor is not None
     report = MappingReport(agent=AGENT, direction="read")
     state = restore(cursor.get("state"), report, fallback_id)
     found, end = read_new_lines(path, int(cursor["offset"]))
-    first_line = int(cursor.get("line") or 0)
+    first_line = int(cursor["line"])
     decoded = []
     for _, line in found:
         if line is None:
