@@ -165,3 +165,14 @@ def test_hook_payload_names_the_rollout() -> None:
             codex.path_from_hook(bad)
     assert codex.session_start_output("MEMORY") == {
         "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "MEMORY"}}
+
+
+def test_codex_kinds_map_to_neutral_kinds() -> None:
+    from mcp_memory.agents.codex.scaffold import kind_of
+
+    assert [kind_of(k) for k in ("user.text", "user.image", "agents_md.instructions", "memories.instructions",
+                                 "permissions.instructions", "host_skills.instructions", "tools.deferred_namespaces",
+                                 "hooks.additional_context", "environments.environment_context",
+                                 "a_kind.from_a_later_release", None)] == [
+        None, None, "instructions", "instructions", "permissions", "skills", "other", "other", "environment",
+        "other", None]

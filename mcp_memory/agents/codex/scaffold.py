@@ -5,8 +5,8 @@ hook context), as opposed to what the user typed or the model answered.
 Codex CLI 0.169 says so itself: each `message` item carries
 `internal_chat_message_metadata_passthrough.content_item_kinds`, one kind per content part
 (`user.text` for a typed prompt, `environments.environment_context`, `host_skills.instructions`,
-`permissions.instructions`, `hooks.additional_context`, …). Older rollouts have no kinds; there the
-part's opening tag decides. Facts: README.md in this package, §Scaffolding.
+`permissions.instructions`, `agents_md.instructions`, `hooks.additional_context`, …). Older
+rollouts have no kinds; there the part's opening tag decides. Facts: README.md in this package, §Scaffolding.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ KIND_PREFIXES: tuple[tuple[str, str | None], ...] = (
     ("host_skills.", "skills"),
     ("skills.", "skills"),
     ("permissions.", "permissions"),
-    ("agents_md", "instructions"),
+    ("agents_md.", "instructions"),  # agents_md.instructions: AGENTS.md
+    ("memories.", "instructions"),
     ("user_instructions", "instructions"),
     ("developer_instructions", "instructions"),
     ("collaboration_mode", "instructions"),
