@@ -19,10 +19,10 @@ from ...files import atomic_write as write_atomic
 from ...shell import command_line
 from ..base import Adapter, FormatError, MappingReport, NeutralSession, WriteOptions, WrittenSession
 from . import DISPLAY_NAME, NAME
+from .incremental import read_incremental, without_trailing
 from .read import AGENT, RolloutState, parse_rollout
+from .scaffold import CONTEXT_PREFIXES
 from .write import RolloutWriter, dump_lines, rollout_name, session_uuid, start_time
-
-CONTEXT_PREFIXES = ("<environment_context>", "<user_instructions>", "<skills_instructions>", "# AGENTS.md")
 
 
 def codex_home(env: Mapping[str, str]) -> Path:
@@ -106,7 +106,7 @@ def session_meta(state: RolloutState) -> dict[str, Any]:
 def first_prompt(state: RolloutState) -> str | None:
     """Codex titles a thread with its first real user prompt (not the injected context)."""
     for message in state.messages:
-        if message.role == "user" and isinstance(message.content, str):
+        if message.role == "user" and isinstance(message.content, str) and not message.metadata.get("scaffold"):
             text = message.content.strip()
             if text and not text.startswith(CONTEXT_PREFIXES):
                 return text[:200]
@@ -123,6 +123,19 @@ class CodexAdapter(Adapter):
     def read_file(self, path: Path) -> NeutralSession:
         report = MappingReport(agent=AGENT, direction="read")
         state = parse_rollout(decode_lines(path, report), report, fallback_id(path))
+        return self._session(path, state)
+
+    def read_incremental(
+        self, path: Path, cursor: dict[str, Any] | None
+    ) -> tuple[list[NeutralSession], dict[str, Any]]:
+        """Only the lines after the cursor (incremental.py); the same append_ids as a full read."""
+        path = Path(path)
+        state, new_cursor = read_incremental(path, cursor, fallback_id(path))
+        session = without_trailing(self._session(path, state))
+        return [session], new_cursor
+
+    def _session(self, path: Path, state: RolloutState) -> NeutralSession:
+        report = state.report
         if state.pending:
             report.note("lines after the last message are kept in session.meta.native.trailing")
         meta = session_meta(state)

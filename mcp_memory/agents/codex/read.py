@@ -20,6 +20,7 @@ from typing import Any
 from ...schema import MessageIn
 from ..base import MappingReport, parse_time, stable_id
 from . import NAME
+from .scaffold import mark, part_kinds
 
 AGENT = NAME
 TOOL_OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output")
@@ -38,14 +39,19 @@ class RolloutState:
     cwd: str | None = None
     last_time: datetime | None = None
     pending: list[Any] = field(default_factory=list)  # non-transcript lines waiting for the next message
+    pending_from: int = 0  # line number of the first pending line
     messages: list[MessageIn] = field(default_factory=list)
     seen_keys: dict[str, int] = field(default_factory=dict)
 
 
-def parse_rollout(lines: list[Any], report: MappingReport, fallback_id: str) -> RolloutState:
-    """Every decoded line of one rollout, in order → the state holding messages and session facts."""
-    state = RolloutState(report=report, session_id=fallback_id)
-    for index, line in enumerate(lines):
+def parse_rollout(
+    lines: list[Any], report: MappingReport, fallback_id: str, *, state: RolloutState | None = None,
+    start: int = 0,
+) -> RolloutState:
+    """Decoded lines of one rollout, in order → the state holding messages and session facts. An
+    incremental read passes the state kept from the lines before and the number of those lines."""
+    state = state or RolloutState(report=report, session_id=fallback_id)
+    for index, line in enumerate(lines, start):
         if not isinstance(line, dict):
             report.drop("line that is not a JSON object")
             continue
@@ -79,6 +85,8 @@ def _take_line(state: RolloutState, line: dict[str, Any], index: int) -> None:
     elif kind == "turn_context" and isinstance(payload, dict):
         state.model = payload.get("model") or state.model
         state.cwd = payload.get("cwd") or state.cwd
+    if not state.pending:
+        state.pending_from = index
     _keep_context(state, line, kind, payload)
 
 
@@ -120,7 +128,9 @@ def _response_item(
     fields = builder(state, item)
     if fields is None:
         return None
-    metadata = {"agent_source": AGENT, "native": line}
+    metadata: dict[str, Any] = {"agent_source": AGENT, "native": line}
+    if item.get("type") == "message":
+        mark(fields, part_kinds(item, str(fields.get("role"))), metadata)
     if state.model:
         metadata["model"] = state.model
     if state.pending:
@@ -198,7 +208,15 @@ def _reasoning(state: RolloutState, item: dict[str, Any]) -> dict[str, Any]:
 
 
 def _function_call(state: RolloutState, item: dict[str, Any]) -> dict[str, Any]:
-    return _call(state, item, str(item.get("name") or "function"), item.get("arguments"))
+    """An MCP tool is offered to the model inside a namespace (`mcp__<server>`, the server's `-`
+    turned into `_`); the call names the namespace and the tool apart. The neutral name joins them
+    the way the model sees them: `mcp__mcp_memory__recall`."""
+    name = str(item.get("name") or "function")
+    namespace = item.get("namespace")
+    if isinstance(namespace, str) and namespace:
+        state.report.transform("function_call namespace + name → one name <namespace>__<name>")
+        name = f"{namespace}__{name}"
+    return _call(state, item, name, item.get("arguments"))
 
 
 def _custom_call(state: RolloutState, item: dict[str, Any]) -> dict[str, Any]:

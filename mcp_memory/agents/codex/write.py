@@ -67,9 +67,10 @@ class RolloutWriter:
             self.lines.append(self._with_cwd(header))
         else:
             self._header()
+        own = self.session.agent == AGENT  # native lines of another agent's session are never replayed
         for message in self.session.messages:
             self.clock = message.created_at or self.clock
-            if is_native(message):
+            if own and is_native(message):
                 self.lines.extend(
                     self._with_cwd(line) for line in message.metadata.get("native_before") or []
                 )
@@ -124,6 +125,9 @@ class RolloutWriter:
         self.report.synthesize("turn_context line (cwd, model)")
 
     def _foreign(self, message: MessageIn) -> None:
+        if message.metadata.get("scaffold"):  # another agent's injected text is not a turn here
+            self.report.drop(f"scaffolding message ({message.metadata['scaffold']}) of another agent")
+            return
         if message.role == "system":
             self.report.transform("system message → developer message")
             self._message("developer", message.content)
@@ -136,9 +140,10 @@ class RolloutWriter:
 
     def _user(self, message: MessageIn) -> None:
         self._message("user", message.content)
-        self._line(
-            "event_msg", {"type": "user_message", "message": plain_text(message.content), "images": []}
-        )
+        content = message.content
+        if isinstance(content, list):
+            content = [part for part in content if not part.model_dump().get("scaffold")]
+        self._line("event_msg", {"type": "user_message", "message": plain_text(content), "images": []})
         self.report.synthesize("event_msg user_message (UI replay)")
 
     def _assistant(self, message: MessageIn) -> None:
@@ -191,6 +196,9 @@ class RolloutWriter:
         if isinstance(part, str):
             return [{"type": kind, "text": part}]
         data = part.model_dump()
+        if data.get("scaffold"):
+            self.report.drop(f"scaffolding part ({data['scaffold']}) of another agent")
+            return []
         if part.type == "text":
             return [{"type": kind, "text": data["text"]}]
         url = (data.get("image_url") or {}).get("url") if isinstance(data.get("image_url"), dict) else None
