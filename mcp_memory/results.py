@@ -186,4 +186,9 @@ class Exported(BaseModel):
                                                          "in the agent.")
     relay: dict[str, Any] | None = Field(default=None, description="The recorded relay (snapshot_id, carried): "
                                                                    "the agent's continuation is imported as a fork.")
+    cwd: str | None = Field(default=None, description=(
+        "The project folder written into the session (install: the folder the agent resumes in)."))
+    cwd_rule: str | None = Field(default=None, description=(
+        "Why that folder: given (cwd), recorded (the session's own, present on this host) or here (install "
+        "on a host that lacks the recorded folder: the current folder)."))
     warnings: list[str] = Field(default_factory=list)

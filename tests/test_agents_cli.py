@@ -165,3 +165,29 @@ def test_install_every_agent_user_scope_through_the_cli(profile, tmp_path, agent
     assert {p: p.read_bytes() for p in home.rglob("*") if p.is_file()} == before  # idempotent
     assert run(env, "install", agent, "--uninstall").returncode == 0
     assert all("mcp-memory serve" not in p.read_text() for p in home.rglob("*") if p.is_file())
+
+
+def test_a_relay_installed_on_another_host_resumes_in_that_hosts_folder(profile, fresh_db, tmp_path) -> None:
+    """The session was recorded on host A in a folder host B does not have: `export --install` on B
+    installs it for B's current folder (or --cwd), and says so; the resume line `cd`s there."""
+    run(profile, "import", "claude-code", str(CLAUDE), "--project", "p", dsn=fresh_db)
+    sid = _biggest_session(profile, fresh_db)
+    recorded = json.loads(run(profile, "show", sid, "--json", dsn=fresh_db).stdout)["session"]["cwd"]
+    assert recorded and not Path(recorded).exists()  # a folder of the machine that recorded the fixture
+    here = tmp_path / "host-b checkout"
+    here.mkdir()
+    env = {**profile, "HOME": str(tmp_path / "home")}
+    env.pop("CLAUDE_CONFIG_DIR", None)
+    out = subprocess.run([sys.executable, "-m", "mcp_memory", "--dsn", fresh_db, "export", sid, "--to",
+                          "claude-code", "--install", "--json"], env=env, capture_output=True, text=True,
+                         timeout=120, cwd=here)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert (result["cwd"], result["cwd_rule"]) == (str(here), "here")
+    assert "not on this host" in out.stderr and recorded in out.stderr
+    assert str(here) in result["resume_command"] and recorded not in result["resume_command"]
+    given = tmp_path / "elsewhere"
+    given.mkdir()
+    chosen = json.loads(run(env, "export", sid, "--to", "claude-code", "--install", "--cwd", str(given), "--json",
+                            dsn=fresh_db).stdout)
+    assert (chosen["cwd"], chosen["cwd_rule"]) == (str(given), "given") and str(given) in chosen["resume_command"]

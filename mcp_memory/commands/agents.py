@@ -97,6 +97,10 @@ def import_(settings: Settings, args: argparse.Namespace) -> int:
     return 1 if any(r.error for r in result.sessions) else 0
 
 
+_CWD_RULES = {"given": "--cwd", "recorded": "where the session was recorded",
+              "here": "the current folder: the recorded one is not on this host"}
+
+
 def export(settings: Settings, args: argparse.Namespace) -> int:
     from ..core.transfers import export as export_session
 
@@ -112,13 +116,15 @@ def export(settings: Settings, args: argparse.Namespace) -> int:
     if args.json:
         print_json({"session_id": result.session_id, "agent": args.agent, "native_id": result.native_id,
                     "relay": result.relay, "files": files, "resume_command": result.resume,
-                    "report": result.report})
+                    "cwd": result.cwd, "cwd_rule": result.cwd_rule, "report": result.report})
         return 0
     print(f"{result.session_id} → {display} session {result.native_id}")
     for file in files or []:
         print(f"  wrote {file}")
     print("\n".join(MappingReport.from_dict(result.report).render()))
     if result.resume:
+        if result.cwd:
+            print(f"project folder: {result.cwd} ({_CWD_RULES.get(result.cwd_rule or '', result.cwd_rule)})")
         print(f"resume with: {result.resume}")
     elif not args.install:
         print(f"to continue it in {display}: mcp-memory export {result.session_id} --to {args.agent} --install")

@@ -154,12 +154,18 @@ def export(
     adapter = adapter_of(to)
     local = local_of(service, "install") if install else (local_of(service, "out") if out else service.local)
     session = service.get_session(session_id)
-    settings = write_options(to, options, _project_dir(cwd, session, local))
+    folder, rule = _project_dir(cwd, session, local, install=install)
+    settings = write_options(to, options, folder)
     neutral = neutral_session(session, all_messages(service, session_id))
     left_out = 0
     if neutral.agent != to:  # another agent's scaffolding is not a turn of this one (scaffolding.py)
         neutral.messages, left_out = scaffolding.without_scaffolding(neutral.messages)
-    result = Exported(session_id=session_id, agent=to, native_id="", report={})
+    result = Exported(session_id=session_id, agent=to, native_id="", report={},
+                      cwd=str(folder) if folder is not None else None, cwd_rule=rule)
+    recorded = session.meta.get("cwd")
+    if rule == "here" and isinstance(recorded, str) and recorded:
+        result.warnings.append(f"the session was recorded in {recorded}, which is not on this host: installed for "
+                               f"{folder} (the current folder; --cwd chooses another)")
     try:
         if install:
             assert local is not None and settings.cwd is not None
@@ -172,9 +178,9 @@ def export(
             result.written = [str(f) for f in written.files]
             _relay(service, adapter, written, result)
         else:
-            with tempfile.TemporaryDirectory(prefix="mcp-memory-export-") as folder:
-                written = adapter.write(neutral, Path(folder), settings)
-                result.files = [native_file(f, Path(folder)) for f in written.files]
+            with tempfile.TemporaryDirectory(prefix="mcp-memory-export-") as scratch:
+                written = adapter.write(neutral, Path(scratch), settings)
+                result.files = [native_file(f, Path(scratch)) for f in written.files]
                 _relay(service, adapter, written, result)
     except (ValueError, OSError, RuntimeError) as exc:  # bad meta, an unwritable folder, a failed import
         raise Invalid(f"cannot export {session_id} to {adapter.display_name}: {exc}") from None
@@ -203,23 +209,37 @@ def write_options(agent: str, options: Mapping[str, str] | None, cwd: Path | Non
     return agents.WriteOptions(thinking="text" if thinking == "text" else "drop", cwd=cwd, extra=extra)
 
 
-def _project_dir(cwd: str | None, session: Session, local: Local | None) -> Path | None:
-    """The project directory the exported session belongs to: `cwd`, else the session's recorded cwd,
-    else (a local caller) the current directory. Relative paths start at the local caller's
-    directory; a remote caller's must be absolute (it is written into the files, never used as a
-    place to write to)."""
-    recorded = session.meta.get("cwd")
-    chosen = cwd if cwd is not None else (recorded if isinstance(recorded, str) and recorded else None)
-    if chosen is None:
-        return local.cwd if local is not None else None
+def _project_dir(cwd: str | None, session: Session, local: Local | None, *,
+                 install: bool) -> tuple[Path | None, str | None]:
+    """The project directory the exported session belongs to, and the rule: `cwd` (given), else the
+    session's recorded cwd (recorded) — for an install, only when that folder exists on this host,
+    since the agent resumes there — else (a local caller) the current directory (here). Relative
+    paths start at the local caller's directory; a remote caller's must be absolute (it is written
+    into the files, never used as a place to write to)."""
+    meta_cwd = session.meta.get("cwd")
+    recorded = meta_cwd if isinstance(meta_cwd, str) and meta_cwd and "\x00" not in meta_cwd else None
+    chosen: str
+    if cwd is not None:
+        chosen, rule = cwd, "given"
+    elif recorded is not None and not (install and local is not None and not _is_dir(local.cwd / recorded)):
+        chosen, rule = recorded, "recorded"
+    else:
+        return (local.cwd, "here") if local is not None else (None, None)
     if "\x00" in chosen:
         raise Invalid("cwd must not contain U+0000")
     path = Path(chosen).expanduser() if local is not None else Path(chosen)
     if local is not None:
-        return local.cwd / path
+        return local.cwd / path, rule
     if not path.is_absolute() and cwd is not None:
         raise Invalid("cwd must be an absolute path")
-    return path
+    return path, rule
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
 
 
 def native_file(path: Path, root: Path) -> NativeFile:
