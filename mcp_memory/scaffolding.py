@@ -79,6 +79,27 @@ def without_scaffolding(messages: list[MessageIn]) -> tuple[list[MessageIn], int
     return kept, len(messages) - len(kept)
 
 
+def is_marked(message: MessageIn) -> bool:
+    """Whether the message or one of its content parts is marked as scaffolding."""
+    if KEY in message.metadata:
+        return True
+    return isinstance(message.content, list) and any(is_scaffold_part(p) for p in message.content)
+
+
+def unmarked(message: MessageIn) -> MessageIn:
+    """The message without its scaffolding marks (as versions before them stored it)."""
+    content = message.content
+    if isinstance(content, list):
+        content = [_without_key(p) if is_scaffold_part(p) else p for p in content]
+    return message.model_copy(update={"metadata": {k: v for k, v in message.metadata.items() if k != KEY},
+                                      "content": content})
+
+
+def _without_key(part: Any) -> Any:
+    data = part.model_dump(exclude={KEY})
+    return type(part).model_validate(data)
+
+
 def memory_tool(name: Any) -> str | None:
     """The mcp-memory tool a function name calls (`mcp__mcp-memory__search` → "search"), or None."""
     if not isinstance(name, str):

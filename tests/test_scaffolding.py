@@ -8,6 +8,7 @@ import json
 import pytest
 
 from mcp_memory import scaffolding
+from mcp_memory.errors import Conflict
 from mcp_memory.schema import MessageIn
 
 ECHO_WORDS = "refunds nightly batch queue settlement ledger"
@@ -140,3 +141,24 @@ def test_a_relay_into_another_agent_carries_no_scaffolding(service) -> None:
     for word in ("zebrafish", "quokka"):
         assert word not in text
     assert any("scaffolding" in note for note in exported.report["notes"])
+
+
+def test_importing_again_what_an_earlier_version_stored_unmarked_adds_nothing(service) -> None:
+    from mcp_memory.core.imports import append_marked
+
+    sid = service.create_session("echoes", {"agent_source": "codex"}).session_id
+    plain = [MessageIn(append_id="env", role="user", content="<environment_context>/w</environment_context>"),
+             MessageIn(append_id="ask", role="user", content=[
+                 {"type": "text", "text": "fix it"}, {"type": "text", "text": "<skills>x</skills>"}])]
+    service.append_messages(sid, plain)  # as stored before adapters marked scaffolding
+    marked = [MessageIn(append_id="env", role="user", content="<environment_context>/w</environment_context>",
+                        metadata={"scaffold": "environment"}),
+              MessageIn(append_id="ask", role="user", content=[
+                  {"type": "text", "text": "fix it"},
+                  {"type": "text", "text": "<skills>x</skills>", "scaffold": "skills"}]),
+              MessageIn(append_id="new", role="assistant", content="fixed")]
+    result = append_marked(service, sid, marked)
+    assert result.duplicates == [True, True, False] and result.seqs == [1, 2, 3]
+    with pytest.raises(Conflict, match="different payload"):  # a real difference still conflicts
+        append_marked(service, sid, [MessageIn(append_id="new", role="assistant", content="other",
+                                               metadata={"scaffold": "other"})])

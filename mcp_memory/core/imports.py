@@ -17,8 +17,9 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..errors import Invalid, McpMemoryError, Unauthorized, Unavailable
-from ..results import Imported
+from .. import scaffolding
+from ..errors import Conflict, Invalid, McpMemoryError, Unauthorized, Unavailable
+from ..results import AppendManyResult, Imported
 from ..schema import MessageIn, NeutralSession
 from ..store.core_store import Store
 from ..store.imports_store import Relay, ensure_session, find_relays, fork_for_relay, record_relay
@@ -94,10 +95,34 @@ def _store(service: Service, neutral: NeutralSession, sid: str, project: str, pa
                                            agent_source=str(meta["agent_source"]), title=title, meta=meta)
     for start in range(0, len(neutral.messages), BATCH):
         chunk = neutral.messages[start:start + BATCH]
-        appended = service.append_messages(sid, chunk)
+        appended = append_marked(service, sid, chunk)
         result.new += appended.duplicates.count(False)
         result.duplicates += appended.duplicates.count(True)
         result.redacted += appended.redacted
+
+
+def append_marked(service: Service, session_id: str, messages: list[MessageIn]) -> AppendManyResult:
+    """Append, idempotently, messages whose adapter may mark scaffolding (scaffolding.py) that an
+    earlier version stored unmarked: importing such a file again must still add nothing. When the
+    batch conflicts, each message goes alone, and one that conflicts with its marks goes as it was
+    stored then (without them)."""
+    try:
+        return service.append_messages(session_id, messages)
+    except Conflict:
+        if not any(scaffolding.is_marked(m) for m in messages):
+            raise
+    results = []
+    for message in messages:
+        try:
+            results.append(service.append_messages(session_id, [message]))
+        except Conflict:
+            if not scaffolding.is_marked(message):
+                raise
+            results.append(service.append_messages(session_id, [scaffolding.unmarked(message)]))
+    return AppendManyResult(seqs=[s for r in results for s in r.seqs],
+                            duplicates=[d for r in results for d in r.duplicates],
+                            append_ids=[a for r in results for a in r.append_ids],
+                            redacted=sum(r.redacted for r in results))
 
 
 def relay_of(service: Service, neutral: NeutralSession) -> Relay | None:
@@ -169,7 +194,7 @@ def _store_relayed(service: Service, neutral: NeutralSession, relay: Relay, resu
     result.duplicates += len(neutral.messages) - len(new)
     result.relayed_from = meta["relayed_from"]
     for start in range(0, len(new), BATCH):
-        appended = service.append_messages(result.session_id, new[start:start + BATCH])
+        appended = append_marked(service, result.session_id, new[start:start + BATCH])
         result.new += appended.duplicates.count(False)
         result.duplicates += appended.duplicates.count(True)
         result.redacted += appended.redacted
