@@ -11,11 +11,18 @@ Mapping: `user` → user (functionResponse parts → tool messages), `gemini` �
 thinking, `toolCalls` → tool_calls, each `result` → a tool message unless a later user record answers
 the same call id, as 0.61 writes both), `info`/`error`/`warning` → system. The first neutral message of
 a record keeps the record under `metadata["native"]`; the others point to it with `native_part_of`.
+
+Scaffolding (what Gemini itself injects, kept for the round trip but marked so that the core leaves it
+out of search, recall and relays): the `<session_context>` setup turn (environment, folder structure,
+GEMINI.md memory) → `metadata["scaffold"] = "environment"`; `info`/`warning` notices → "other"; a
+`<hook_context>…</hook_context>` block that a SessionStart hook put before the prompt → its own
+content part with `"scaffold": "reminder"` (the whole message when nothing else is in it).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -27,6 +34,9 @@ from . import NAME
 
 AGENT = NAME
 NOTICE_TYPES = ("info", "error", "warning")
+SCAFFOLD_NOTICES = ("info", "warning")  # CLI chatter; an `error` record tells what went wrong, so it stays
+CONTEXT_PREFIX = "<session_context>"  # Gemini's setup turn: environment, folder tree, GEMINI.md memory
+HOOK_OPEN, HOOK_CLOSE = "<hook_context>", "</hook_context>"  # what hooks add to a prompt (our recall)
 
 
 @dataclass
@@ -36,9 +46,10 @@ class ChatState:
     records: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def replay_lines(lines: list[Any], report: MappingReport) -> ChatState:
-    """JSONL lines → the final metadata and message records, as Gemini itself would load them."""
-    state = ChatState(report=report)
+def replay_lines(lines: list[Any], report: MappingReport, state: ChatState | None = None) -> ChatState:
+    """JSONL lines → the final metadata and message records, as Gemini itself would load them;
+    replayed onto `state` when given (capture continues from what it knew)."""
+    state = ChatState(report=report) if state is None else state
     for line in lines:
         if not isinstance(line, dict):
             report.drop("line that is not a JSON object")
@@ -131,6 +142,8 @@ class RecordMapper:
             else:
                 self.report.transform(f"record type {kind} (CLI notice) → system message")
             self._add(record, role="system", content=text_of(record.get("content")))
+            if kind in SCAFFOLD_NOTICES:
+                self.out[-1].metadata["scaffold"] = "other"
         if len(self.out) > start:
             return
         if self.out:  # nothing new in it (a repeated answer): keep the record with the previous message
@@ -144,7 +157,12 @@ class RecordMapper:
         prose = [p for p in parts if not (isinstance(p, dict) and "functionResponse" in p)]
         responses = [p["functionResponse"] for p in parts if isinstance(p, dict) and "functionResponse" in p]
         if prose or not responses:
-            self._add(record, role="user", content=neutral_content(prose, self.report))
+            text = neutral_content(prose, self.report)
+            kind = scaffold_kind(text)
+            self._add(record, role="user", content=split_hook_context(text) if kind is None else text)
+            if kind is not None:
+                self.report.transform(f"Gemini's injected {kind} turn → user message marked as scaffolding")
+                self.out[-1].metadata["scaffold"] = kind
         for response in responses:
             if not isinstance(response, dict):
                 continue
@@ -219,7 +237,7 @@ class RecordMapper:
         return {
             "id": call_id,
             "type": "function",
-            "function": {"name": str(call.get("name") or "tool"), "arguments": arguments},
+            "function": {"name": tool_name(call), "arguments": arguments},
         }
 
     def _add(self, record: dict[str, Any], *, when: datetime | None = None, **fields: Any) -> None:
@@ -240,6 +258,50 @@ class RecordMapper:
                 **fields,
             )
         )
+
+
+def scaffold_kind(content: Any) -> str | None:
+    """The scaffold kind of a whole user turn that Gemini wrote itself, None for what the user said."""
+    if not isinstance(content, str):
+        return None
+    text = content.strip()
+    if text.startswith(CONTEXT_PREFIX):
+        return "environment"
+    if text.startswith(HOOK_OPEN) and text.endswith(HOOK_CLOSE) and text.count(HOOK_CLOSE) == 1:
+        return "reminder"
+    return None
+
+
+def split_hook_context(content: Any) -> Any:
+    """A prompt that starts with a hook's `<hook_context>` block → the block (with the blank line after
+    it) as a marked part, then the prompt: the two join back into the same text. Anything else as is."""
+    if not isinstance(content, str) or not content.startswith(HOOK_OPEN) or HOOK_CLOSE not in content:
+        return content
+    end = content.index(HOOK_CLOSE) + len(HOOK_CLOSE)
+    while end < len(content) and content[end] in "\r\n":
+        end += 1
+    return [
+        {"type": "text", "text": content[:end], "scaffold": "reminder"},
+        {"type": "text", "text": content[end:]},
+    ]
+
+
+MCP_DISPLAY = re.compile(r"(?P<tool>.+) \((?P<server>.+) MCP Server\)")
+
+
+def tool_name(call: dict[str, Any]) -> str:
+    """A call's function name, saying server and tool for MCP tools. 0.61 names an MCP tool
+    `mcp_<server>_<tool>` for its model (`generateValidName`) and displays `<tool> (<server> MCP Server)`;
+    older files may hold a bare `<tool>` or `<server>__<tool>`, so a call whose displayName names its
+    server gets the 0.61 form."""
+    name = str(call.get("name") or "tool")
+    display = call.get("displayName")
+    shown = MCP_DISPLAY.fullmatch(display) if isinstance(display, str) and len(display) <= 300 else None
+    if shown is None:
+        return name
+    server, tool = shown["server"], shown["tool"]
+    full = re.sub(r"[^a-zA-Z0-9_\-.:]", "_", f"mcp_{server}_{tool}")
+    return name if name.startswith(full[: len("mcp_") + len(server)]) else full
 
 
 def thought_text(thought: dict[str, Any]) -> str:
@@ -293,7 +355,7 @@ def neutral_content(parts: list[Any], report: MappingReport) -> Any:
     """Gemini parts → a string when all are text, else OpenAI-style parts."""
     if all(isinstance(p, str) or (isinstance(p, dict) and set(p) == {"text"}) for p in parts):
         return "".join(p if isinstance(p, str) else p["text"] for p in parts)
-    out = []
+    out: list[dict[str, Any]] = []
     for part in parts:
         if isinstance(part, str):
             out.append({"type": "text", "text": part})
