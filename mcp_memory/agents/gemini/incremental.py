@@ -94,7 +94,8 @@ def read_since(
     state = replay_lines(lines, report, skeleton(cursor, report))
     fresh = _fresh_records(state, cursor, report, settled)
     session_id = str(state.metadata.get("sessionId") or path.stem)
-    mapper = RecordMapper(session_id, report, answered=set(cursor["answered"]), done=set(cursor["done"]))
+    mapper = RecordMapper(session_id, report, answered=set(cursor["answered"]), done=set(cursor["done"]),
+                          continuing=bool(cursor["emitted"]))
     messages = mapper.map(fresh)
     facts = _facts(cursor["facts"], session_meta(state, path, fresh))
     next_cursor = _next(cursor, state, fresh, mapper, offset, facts)
@@ -118,7 +119,7 @@ def _fresh_records(
         if captured is None:
             fresh.append(record)
         elif captured != digest(record):
-            report.note(f"record {record['id']} changed after it was captured; the stored version stays")
+            report.transform("record re-written after it was captured (0.61 resume reload) → captured version kept")
     records = list(state.records.values())
     if not settled and fresh and records and fresh[-1] is records[-1] and fresh[-1].get("type") == "gemini":
         fresh.pop()  # the turn is running: Gemini may still add its tool calls

@@ -120,11 +120,16 @@ class RecordMapper:
     out: list[MessageIn] = field(default_factory=list)
     per_record: Counter[str] = field(default_factory=Counter)  # neutral messages made from each record
     done: set[str] = field(default_factory=set)  # call ids that already have their tool message
+    owner: dict[str, str] = field(default_factory=dict)  # call id → the user record its tool message comes from
+    continuing: bool = False  # capture: earlier records were stored by an earlier run
 
     def map(self, records: list[dict[str, Any]]) -> list[MessageIn]:
         for record in records:
             if record.get("type") == "user":
-                self.answered.update(response_ids(record.get("content")))
+                for call_id in response_ids(record.get("content")):
+                    self.answered.add(call_id)
+                    if not is_reload_copy(record):
+                        self.owner.setdefault(call_id, record["id"])
         for record in records:
             self._record(record)
         return self.out
@@ -148,6 +153,8 @@ class RecordMapper:
             return
         if self.out:  # nothing new in it (a repeated answer): keep the record with the previous message
             self.out[-1].metadata.setdefault("native_after", []).append(record)
+        elif self.continuing:
+            self.report.transform("record with nothing new after an earlier capture (resume reload) → skipped")
         else:
             self._add(record, role="user" if kind == "user" else "system", content="")
 
@@ -169,7 +176,7 @@ class RecordMapper:
             call_id = str(
                 response.get("id") or stable_id(self.session_id, record["id"], response.get("name"))
             )
-            if call_id in self.done:
+            if call_id in self.done or self.owner.get(call_id, record["id"]) != record["id"]:
                 self.report.transform(
                     "functionResponse repeating an answered call (resume reload) → not repeated"
                 )
@@ -302,6 +309,13 @@ def tool_name(call: dict[str, Any]) -> str:
     server, tool = shown["server"], shown["tool"]
     full = re.sub(r"[^a-zA-Z0-9_\-.:]", "_", f"mcp_{server}_{tool}")
     return name if name.startswith(full[: len("mcp_") + len(server)]) else full
+
+
+def is_reload_copy(record: dict[str, Any]) -> bool:
+    """A `<gemini record id>_response` user record: what 0.61 derives from a call's result when it reloads
+    a session (`convertSessionToClientHistory`) beside the user record that first answered the call, so
+    the tool message keeps coming from that first record and its append_id stays the same."""
+    return str(record.get("id", "")).endswith("_response")
 
 
 def thought_text(thought: dict[str, Any]) -> str:
