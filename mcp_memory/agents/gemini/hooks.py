@@ -24,7 +24,7 @@ TIMEOUT_MS = {"AfterAgent": 30000, "SessionEnd": 30000, "SessionStart": 30000}
 HOOK_NAMES = {"capture": "mcp-memory-capture", "recall": "mcp-memory-recall"}
 WHAT = {
     "AfterAgent": "captures the new messages of each finished turn into mcp-memory",
-    "SessionEnd": "captures what is left when the session closes (an interrupted turn)",
+    "SessionEnd": "captures what is left when the session closes, such as an interrupted turn",
     "SessionStart": "gives the model the project's recall from mcp-memory before the first prompt",
 }
 
