@@ -165,7 +165,7 @@ def test_a_rewind_after_capture_keeps_what_was_stored_and_reads_on(tmp_path):
     assert since(path, cursor)[0] == []
 
 
-@pytest.mark.parametrize("change", ["other file", "truncated", "garbage"])
+@pytest.mark.parametrize("change", ["other file", "truncated", "garbage", "bad live list", "bad emitted"])
 def test_a_cursor_that_no_longer_fits_starts_over(tmp_path, change):
     path = chat(tmp_path, LINES[:TURN_1])
     _, cursor = since(path, None)
@@ -174,8 +174,12 @@ def test_a_cursor_that_no_longer_fits_starts_over(tmp_path, change):
         path = chat(tmp_path, [json.dumps(header) + "\n", *LINES[1:TURN_1]])
     elif change == "truncated":
         path = chat(tmp_path, LINES[:3])
-    else:
+    elif change == "garbage":
         cursor = {"v": 1, "offset": "x"}
+    elif change == "bad live list":
+        cursor["live"] = [["a", 1]]
+    else:
+        cursor["emitted"] = {"a": None}
     sessions, _ = since(path, cursor)
     assert [m.append_id for m in sessions[0].messages] == [m.append_id for m in full(path).messages]
 

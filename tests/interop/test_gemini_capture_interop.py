@@ -126,3 +126,19 @@ def test_the_session_start_hook_gives_the_model_the_projects_memory(tmp_path, se
     assert "".join(p["text"] for p in parts) == prompt
     assert rows[-1]["session_meta"]["title"] == "Say hello."
     assert isinstance(rows[-1]["received_at"], datetime)
+
+
+def test_with_the_database_down_gemini_still_answers_and_the_turn_waits_in_the_spool(tmp_path, settings, profile):
+    home = make_home("gemini", tmp_path / "gemini", tmp_path / "work", settings.dsn, profile)
+    down = {**home.env, "MCP_MEMORY_DSN": "postgresql://nobody@127.0.0.1:1/nothing"}
+    mcp_memory(down, home.work, "install", "gemini")  # the hooks now name a database that is not there
+    started = time.monotonic()
+    with ScriptedModel(lambda request: [{"type": "text", "text": "Still here."}]) as model:
+        run = headless(replace(home, env=down), model.url, "Are you there?")
+    assert "Still here." in run.stdout and time.monotonic() - started < 120
+    assert stored(settings.dsn) == []
+    assert list((settings.data_dir / "spool").iterdir()), "the turn was not spooled"
+    # the next sync that reaches the database delivers the spooled turn first
+    mcp_memory(home.env, home.work, "sync", "gemini", "--path", str(chat_file(home)))
+    texts = [json.dumps(r["payload"]) for r in stored(settings.dsn)]
+    assert any("Are you there?" in t for t in texts) and any("Still here." in t for t in texts)

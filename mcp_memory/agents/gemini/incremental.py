@@ -48,8 +48,18 @@ def head_of(path: Path) -> str:
 
 
 def usable(cursor: dict[str, Any] | None, head: str, size: int) -> bool:
-    return (isinstance(cursor, dict) and cursor.get("v") == CURSOR_VERSION and cursor.get("head") == head
-            and isinstance(cursor.get("offset"), int) and 0 <= cursor["offset"] <= size)  # fmt: skip
+    """A cursor this version wrote for this very file, whole: anything else starts over (a full read,
+    whose messages the store already has, is always safe)."""
+    if not (isinstance(cursor, dict) and cursor.get("v") == CURSOR_VERSION and cursor.get("head") == head):
+        return False
+    offset = cursor.get("offset")
+    shapes = {"header": dict, "live": list, "emitted": dict, "held": dict, "answered": list, "done": list,
+              "facts": dict}  # fmt: skip
+    return (isinstance(offset, int) and 0 <= offset <= size
+            and all(isinstance(cursor.get(key), kind) for key, kind in shapes.items())
+            and all(isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) for x in pair)
+                    for pair in cursor["live"])
+            and all(isinstance(x, str) for x in [*cursor["answered"], *cursor["done"], *cursor["emitted"].values()]))  # fmt: skip
 
 
 def new_lines(path: Path, offset: int, report: MappingReport) -> tuple[list[Any], int]:
