@@ -1,7 +1,7 @@
-"""Gemini CLI capture pieces on a chat recorded with the real CLI (tests/fixtures/gemini/PROVENANCE.md):
+"""Gemini CLI capture pieces on chats recorded with the real CLI (tests/fixtures/gemini/PROVENANCE.md):
 scaffolding marks, MCP call names, relays that carry no scaffolding, the incremental read (turn
-boundaries, mid-turn runs, rewinds, cursors that no longer fit), the hook payload and the
-SessionStart output."""
+boundaries, mid-turn runs, rewinds, cursors that no longer fit), the hook payload and the recall
+hook (first prompt only, its output)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ from agent_fixtures import FIXTURES
 
 from mcp_memory.agents import adapter_for, get
 from mcp_memory.agents.base import FormatError, NeutralSession, WriteOptions
-from mcp_memory.agents.gemini.read import tool_name
+from mcp_memory.agents.gemini.marks import tool_name
 
-RECORDED = FIXTURES / "gemini" / "session-2026-12-04T17-31-9b982a6b.jsonl"
+RECORDED = FIXTURES / "gemini" / "session-2026-12-04T17-31-9b982a6b.jsonl"  # recall by SessionStart (before)
+AFTER = FIXTURES / "gemini" / "session-2026-12-04T17-41-966c0d36.jsonl"  # recall by BeforeAgent (after)
 LINES = RECORDED.read_text(encoding="utf-8").splitlines(keepends=True)
 TURN_1 = 11  # lines written by the first run; the second (`--resume`) starts with a header line
 PROMPT_1, PROMPT_2 = "Where does the ledger live? Check the memory.", "And how is it backed up?"
@@ -52,6 +53,29 @@ def test_setup_turn_and_hook_context_are_marked_scaffolding(tmp_path):
         assert "scaffold" not in typed and typed["text"] == said
         assert hook["text"] + typed["text"] == message.metadata["native"]["content"][0]["text"]
     assert turn_1.meta["title"] == PROMPT_1
+
+
+def test_recall_after_the_first_prompt_is_a_marked_part_and_survives_a_resume():
+    session = full(AFTER)
+    prompts = [m for m in session.messages if m.role == "user" and "scaffold" not in m.metadata]
+    first, second = prompts
+    typed, hook = (part.model_dump() for part in first.content)
+    assert typed == {"type": "text", "text": PROMPT_1}
+    assert hook["scaffold"] == "reminder" and "the ledger stays in PostgreSQL" in hook["text"]
+    assert second.content == PROMPT_2  # the recall comes with a session's first prompt only
+    assert session.meta["title"] == PROMPT_1
+
+
+def test_the_recall_hook_adds_to_the_first_prompt_only(tmp_path):
+    agent = get("gemini")
+    start = chat(tmp_path, LINES[:2])  # header and setup turn: what Gemini has written at BeforeAgent
+    payload = {"hook_event_name": "BeforeAgent", "transcript_path": str(start)}
+    assert agent.recall_wanted(payload)
+    assert not agent.recall_wanted(payload | {"hook_event_name": "SessionStart"})
+    assert not agent.recall_wanted(payload | {"transcript_path": str(AFTER)})
+    assert not agent.recall_wanted(payload | {"transcript_path": str(RECORDED)})  # prompt behind a SessionStart block
+    assert not agent.recall_wanted(payload | {"transcript_path": str(tmp_path / "chats" / "gone.jsonl")})
+    assert not agent.recall_wanted(payload | {"transcript_path": "/etc/passwd"})
 
 
 def test_gemini_drops_a_hook_context_prompt_when_it_resumes():
@@ -211,6 +235,6 @@ def test_a_bad_hook_payload_is_refused_by_name(payload, field):
         get("gemini").capture_target(path=None, session=None, hook=payload, environ={})
 
 
-def test_session_start_output_adds_context():
+def test_recall_output_adds_context_to_the_prompt():
     assert get("gemini").session_start_output("memo") == {
-        "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "memo"}}
+        "hookSpecificOutput": {"hookEventName": "BeforeAgent", "additionalContext": "memo"}}

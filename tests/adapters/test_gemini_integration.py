@@ -40,7 +40,7 @@ def test_register_merges_and_uninstalls(tmp_path, scope, where):
     lines = run(tmp_path, scope)
     assert lines[0] == f"{settings}: added MCP server mcp-memory (/bin/mcp-memory serve)"
     assert [line.split(" hook ")[0] for line in lines[1:]] == [
-        f"{settings}: set AfterAgent", f"{settings}: set SessionEnd", f"{settings}: set SessionStart"]
+        f"{settings}: set AfterAgent", f"{settings}: set SessionEnd", f"{settings}: set BeforeAgent"]
     assert "captures the new messages of each finished turn" in lines[1] and lines[1].endswith(CAPTURE)
     assert "recall" in lines[3] and lines[3].endswith(RECALL)
     data = json.loads(settings.read_text())
@@ -53,11 +53,11 @@ def test_register_merges_and_uninstalls(tmp_path, scope, where):
     ours = {event: groups[-1]["hooks"] for event, groups in hooks.items() if event != "BeforeTool"}
     assert {event: [(h["name"], h["command"], h["timeout"]) for h in handlers] for event, handlers in ours.items()} == {
         "AfterAgent": [("mcp-memory-capture", CAPTURE, 30000)], "SessionEnd": [("mcp-memory-capture", CAPTURE, 30000)],
-        "SessionStart": [("mcp-memory-recall", RECALL, 30000)]}
+        "BeforeAgent": [("mcp-memory-recall", RECALL, 30000)]}
     assert run(tmp_path, scope) == []
     assert run(tmp_path, scope, uninstall=True) == [
         f"{settings}: removed MCP server mcp-memory", f"{settings}: removed AfterAgent hook",
-        f"{settings}: removed SessionEnd hook", f"{settings}: removed SessionStart hook"]
+        f"{settings}: removed SessionEnd hook", f"{settings}: removed BeforeAgent hook"]
     assert json.loads(settings.read_text()) == original
 
 
@@ -67,6 +67,15 @@ def test_a_changed_command_replaces_our_hook_in_place_of_a_second_one(tmp_path):
                     environ={"HOME": str(tmp_path / "home")})
     hooks = json.loads((tmp_path / "home" / ".gemini" / "settings.json").read_text())["hooks"]
     assert [h["command"] for g in hooks["AfterAgent"] for h in g["hooks"]] == ["/opt/mcp-memory sync gemini --hook"]
+
+
+def test_our_hook_under_an_event_no_longer_used_is_removed(tmp_path):
+    settings = tmp_path / "home" / ".gemini" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    old = {"type": "command", "name": "mcp-memory-recall", "command": RECALL}
+    settings.write_text(json.dumps({"hooks": {"SessionStart": [THEIRS, {"matcher": "", "hooks": [old]}]}}))
+    assert f"{settings}: removed SessionStart hook" in run(tmp_path)
+    assert json.loads(settings.read_text())["hooks"]["SessionStart"] == [THEIRS]
 
 
 def test_disabled_hooks_are_reported(tmp_path):
@@ -92,7 +101,7 @@ def test_new_file_and_gemini_cli_home(tmp_path):
     gemini.register(scope="user", command=["mcp-memory"], env={}, cwd=tmp_path, environ=environ)
     data = json.loads((tmp_path / "g" / ".gemini" / "settings.json").read_text())
     assert data["mcpServers"] == {"mcp-memory": {"command": "mcp-memory", "args": ["serve"], "env": {}}}
-    assert set(data["hooks"]) == {"AfterAgent", "SessionEnd", "SessionStart"}
+    assert set(data["hooks"]) == {"AfterAgent", "SessionEnd", "BeforeAgent"}
     assert gemini.register(
         scope="user", command=["mcp-memory"], env={}, cwd=tmp_path, environ=environ, uninstall=True
     )

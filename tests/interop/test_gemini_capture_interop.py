@@ -1,6 +1,7 @@
 """The real Gemini CLI (npm `@google/gemini-cli@0.61.0`) after `mcp-memory install gemini`: its AfterAgent
 hook stores each finished turn in the database with no import by hand, a resumed session adds only its
-new messages, and its SessionStart hook shows the model the project's memory.
+new messages, its BeforeAgent hook shows the model the project's memory with the session's first
+prompt (and a resume keeps that prompt), and with the database down Gemini still answers.
 
 A scripted model on loopback (tests/interop/scripted_model.py) plays the model; each test has its own
 HOME and database. Skipped when `gemini` is not on PATH. Nothing leaves the machine.
@@ -73,7 +74,7 @@ def test_the_hook_stores_each_turn_and_a_resumed_turn_adds_only_new_messages(tmp
     home = make_home("gemini", tmp_path / "gemini", tmp_path / "work", settings.dsn, profile)
     installed = mcp_memory(home.env, home.work, "install", "gemini").stdout
     assert "set AfterAgent hook (captures the new messages of each finished turn" in installed, installed
-    assert "set SessionStart hook" in installed and "sync gemini --hook" in installed
+    assert "set BeforeAgent hook" in installed and "sync gemini --hook" in installed
     with ScriptedModel(first_turn) as model:
         run = headless(home, model.url, FIRST)
         assert ANSWER in run.stdout
@@ -103,7 +104,7 @@ def test_the_hook_stores_each_turn_and_a_resumed_turn_adds_only_new_messages(tmp
     assert {r["append_id"] for r in rows_2} == {m.append_id for m in again.messages}
 
 
-def test_the_session_start_hook_gives_the_model_the_projects_memory(tmp_path, settings, profile):
+def test_the_recall_hook_gives_the_model_the_projects_memory_with_the_first_prompt(tmp_path, settings, profile):
     home = make_home("gemini", tmp_path / "gemini", tmp_path / "work", settings.dsn, profile)
     mcp_memory(home.env, home.work, "install", "gemini")
     svc = build(replace(load_settings(dsn=settings.dsn, environ=profile)))
@@ -113,17 +114,22 @@ def test_the_session_start_hook_gives_the_model_the_projects_memory(tmp_path, se
     finally:
         svc.db.close()
     with ScriptedModel(lambda request: [{"type": "text", "text": "Hello."}]) as model:
-        headless(home, model.url, "Say hello.")
-        requests = model.main_requests()
-    said = [text for kind, text in transcript(requests[0]) if kind == "user"]
-    prompt = said[-1]
-    assert prompt.startswith("<hook_context>") and "quokkaledger stays in PostgreSQL" in prompt
-    assert prompt.endswith("Say hello.")
+        run = headless(home, model.url, "Say hello.")
+        first = [text for kind, text in transcript(model.main_requests()[0]) if kind == "user"]
+        assert first[-2] == "Say hello." and first[-1].startswith("<hook_context>")
+        assert "quokkaledger stays in PostgreSQL" in first[-1]
+        session_id = json.loads(run.stdout)["session_id"]
+        headless(home, model.url, "Say it again.", resume=session_id)
+        resumed = [text for kind, text in transcript(model.main_requests()[-1]) if kind == "user"]
+    # resumed: Gemini still shows its model the first prompt, and the recall is not added again
+    assert resumed[-1] == "Say it again." and "Say hello." in resumed
+    assert sum(text.startswith("<hook_context>") for text in resumed) == 1
     # captured: the recall block is a marked part of the prompt, the title is what the user typed
-    rows = [r for r in wait_stored(settings.dsn, 3, settings.data_dir) if r["role"] == "user"]
-    parts = rows[-1]["payload"]["content"]
-    assert [p.get("scaffold") for p in parts] == ["reminder", None] and parts[1]["text"] == "Say hello."
-    assert "".join(p["text"] for p in parts) == prompt
+    rows = [r for r in wait_stored(settings.dsn, 5, settings.data_dir) if r["role"] == "user"]
+    parts = rows[1]["payload"]["content"]
+    assert [p.get("scaffold") for p in parts] == [None, "reminder"] and parts[0]["text"] == "Say hello."
+    assert "".join(p["text"] for p in parts) == "".join(first[-2:])
+    assert rows[-1]["payload"]["content"] == "Say it again."
     assert rows[-1]["session_meta"]["title"] == "Say hello."
     assert isinstance(rows[-1]["received_at"], datetime)
 

@@ -1,5 +1,5 @@
 """Gemini CLI: chats under `~/.gemini/tmp/<project>/chats/`, MCP entry and capture/recall hooks in
-`settings.json` (AfterAgent/SessionEnd: `sync gemini --hook`, SessionStart: `recall --hook`). See README.md."""
+`settings.json` (AfterAgent/SessionEnd: `sync gemini --hook`, BeforeAgent: `recall --hook`). See README.md."""
 
 from __future__ import annotations
 
@@ -58,10 +58,18 @@ class Gemini(Agent):
 
         return CaptureTarget(key=target.key, read=read)
 
+    def recall_wanted(self, hook: Mapping[str, Any]) -> bool:
+        """Our recall hook runs on BeforeAgent, before every prompt: only the first gets the recall."""
+        from .hooks import RECALL_EVENT, first_prompt_pending
+
+        return hook.get("hook_event_name") == RECALL_EVENT and first_prompt_pending(hook)
+
     def session_start_output(self, context: str) -> dict[str, Any]:
-        # SessionStart hook stdout: `additionalContext` goes before the first prompt (headless) or
-        # into the history as a user turn (interactive), wrapped in <hook_context> (README.md)
-        return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}
+        # BeforeAgent hook stdout: Gemini sends `additionalContext` to the model as a text part
+        # `<hook_context>…</hook_context>` after the prompt, and records it in the prompt's record
+        from .hooks import RECALL_EVENT
+
+        return {"hookSpecificOutput": {"hookEventName": RECALL_EVENT, "additionalContext": context}}
 
 
 AGENT = Gemini()

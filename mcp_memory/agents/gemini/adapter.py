@@ -23,7 +23,8 @@ from ...shell import command_line
 from ..base import Adapter, MappingReport, NeutralSession, WriteOptions, WrittenSession
 from . import DISPLAY_NAME, NAME
 from .incremental import read_since
-from .read import AGENT, ChatState, RecordMapper, load_legacy, replay_lines, scaffold_kind, split_hook_context, text_of
+from .marks import is_hook_part, is_prompt, split_hook_context, text_of
+from .read import AGENT, ChatState, RecordMapper, load_legacy, replay_lines
 from .write import ChatWriter, chat_file_name, last_time, project_hash, session_uuid, start_time
 
 
@@ -105,12 +106,11 @@ def session_meta(state: ChatState, path: Path, records: list[dict[str, Any]]) ->
 
 def first_prompt(records: list[dict[str, Any]]) -> str | None:
     for record in records:
-        if record.get("type") == "user":
-            text = text_of(record.get("content"))
-            if scaffold_kind(text) is not None:
-                continue
-            parts = split_hook_context(text)
-            prompt = (parts[-1]["text"] if isinstance(parts, list) else text).strip()
+        if is_prompt(record):
+            content = record.get("content")
+            typed = [p for p in (content if isinstance(content, list) else [content]) if not is_hook_part(p)]
+            parts = split_hook_context(text_of(typed))
+            prompt = (parts[-1]["text"] if isinstance(parts, list) else text_of(typed)).strip()
             if prompt:
                 return prompt[:200]
     return None

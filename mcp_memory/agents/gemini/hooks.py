@@ -10,6 +10,7 @@ on stdout (or on stderr when stdout is empty) that is not JSON is shown to the u
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,13 +20,16 @@ from ..base import FormatError
 from . import NAME
 
 CAPTURE_EVENTS = ("AfterAgent", "SessionEnd")  # a turn has ended / the session closes: `sync gemini --hook`
-RECALL_EVENT = "SessionStart"  # the project's memory as context for the new session: `recall --hook`
-TIMEOUT_MS = {"AfterAgent": 30000, "SessionEnd": 30000, "SessionStart": 30000}
+# The project's memory for the model: `recall --hook`, at the first prompt of a session. Not SessionStart:
+# headless, 0.61 puts that context *before* the prompt, and a resume then drops the whole user record
+# (README.md, §Hooks); BeforeAgent context is a part *after* the prompt, which a resume keeps.
+RECALL_EVENT = "BeforeAgent"
+TIMEOUT_MS = {"AfterAgent": 30000, "SessionEnd": 30000, "BeforeAgent": 30000}
 HOOK_NAMES = {"capture": "mcp-memory-capture", "recall": "mcp-memory-recall"}
 WHAT = {
     "AfterAgent": "captures the new messages of each finished turn into mcp-memory",
     "SessionEnd": "captures what is left when the session closes, such as an interrupted turn",
-    "SessionStart": "gives the model the project's recall from mcp-memory before the first prompt",
+    "BeforeAgent": "gives the model the project's recall from mcp-memory with the first prompt of a session",
 }
 
 
@@ -40,6 +44,29 @@ def transcript_from_hook(payload: Mapping[str, Any]) -> Path:
         raise FormatError(f"hook payload of {event}: transcript_path must be a Gemini chat file "
                           f"(…/chats/….jsonl), got {value[:200]!r}")  # fmt: skip
     return path
+
+
+def first_prompt_pending(payload: Mapping[str, Any]) -> bool:
+    """True when the chat file the payload names holds no prompt yet: the BeforeAgent run of a
+    session's first prompt (Gemini writes the prompt's record after BeforeAgent). A chat file that
+    cannot be read counts as started, so that a missing file never repeats the recall at every prompt."""
+    from .marks import is_prompt
+
+    try:
+        path = transcript_from_hook(payload)
+        with path.open(encoding="utf-8", errors="replace") as lines:
+            for raw in lines:
+                try:
+                    line = json.loads(raw)
+                except ValueError:
+                    continue
+                records = line.get("$set", {}).get("messages") if isinstance(line, dict) else None
+                for record in records if isinstance(records, list) else [line]:
+                    if is_prompt(record):
+                        return False
+    except (OSError, FormatError, AttributeError):
+        return False
+    return True
 
 
 def hook_command(command: list[str], env: Mapping[str, str], *words: str) -> str:
@@ -68,12 +95,15 @@ def merge_hooks(data: dict[str, Any], wanted: dict[str, dict[str, Any]], uninsta
     if not isinstance(hooks, dict):
         raise ValueError(f"{where}: hooks is not an object of events; fix it before registering")
     changes = []
-    for event, entry in wanted.items():
+    stale = [event for event, groups in hooks.items() if event not in wanted and isinstance(groups, list)
+             and any(_without_ours(g) is not g for g in groups)]  # ours under an event we no longer use
+    for event in [*wanted, *stale]:
+        entry = wanted.get(event)
         groups = hooks.get(event, [])
         if not isinstance(groups, list):
             raise ValueError(f"{where}: hooks.{event} is not a list of hook groups; fix it before registering")
         kept = [group for group in (_without_ours(g) for g in groups) if group is not None]
-        if not uninstall:
+        if entry is not None and not uninstall:
             kept.append({"matcher": "", "hooks": [entry]})
         if kept == groups:
             continue
@@ -81,7 +111,10 @@ def merge_hooks(data: dict[str, Any], wanted: dict[str, dict[str, Any]], uninsta
             hooks[event] = kept
         else:
             hooks.pop(event, None)
-        changes.append(f"removed {event} hook" if uninstall else f"set {event} hook ({WHAT[event]}): {entry['command']}")
+        if entry is not None and not uninstall:
+            changes.append(f"set {event} hook ({WHAT[event]}): {entry['command']}")
+        else:
+            changes.append(f"removed {event} hook")
     if hooks:
         data["hooks"] = hooks
     else:

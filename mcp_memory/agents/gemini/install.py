@@ -3,8 +3,8 @@
 Where Gemini reads them (README.md in this package, §Install): scope "user" → `~/.gemini/settings.json`
 (Gemini CLI 0.61.0 resolves `~` from GEMINI_CLI_HOME when set, else HOME), scope "project" →
 `<project>/.gemini/settings.json`. Server entry `{"command", "args", "env"}`; hooks (hooks.py):
-AfterAgent and SessionEnd run `mcp-memory sync gemini --hook`, SessionStart runs
-`mcp-memory recall --hook --agent gemini`. Merging keeps every other key, server and hook; running
+AfterAgent and SessionEnd run `mcp-memory sync gemini --hook`, BeforeAgent runs
+`mcp-memory recall --hook --agent gemini` (which adds the recall to a session's first prompt only). Merging keeps every other key, server and hook; running
 twice changes nothing; uninstall removes only ours.
 """
 

@@ -15,14 +15,14 @@ a record keeps the record under `metadata["native"]`; the others point to it wit
 Scaffolding (what Gemini itself injects, kept for the round trip but marked so that the core leaves it
 out of search, recall and relays): the `<session_context>` setup turn (environment, folder structure,
 GEMINI.md memory) → `metadata["scaffold"] = "environment"`; `info`/`warning` notices → "other"; a
-`<hook_context>…</hook_context>` block that a SessionStart hook put before the prompt → its own
-content part with `"scaffold": "reminder"` (the whole message when nothing else is in it).
+`<hook_context>…</hook_context>` block that a hook added after the prompt (BeforeAgent) or before it
+(SessionStart, headless) → its own content part with `"scaffold": "reminder"` (the whole message when
+nothing else is in it). The checks live in marks.py.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -31,12 +31,11 @@ from typing import Any
 from ...schema import MessageIn
 from ..base import MappingReport, parse_time, stable_id
 from . import NAME
+from .marks import is_hook_part, mark_hook_parts, scaffold_kind, split_hook_context, text_of, tool_name
 
 AGENT = NAME
 NOTICE_TYPES = ("info", "error", "warning")
 SCAFFOLD_NOTICES = ("info", "warning")  # CLI chatter; an `error` record tells what went wrong, so it stays
-CONTEXT_PREFIX = "<session_context>"  # Gemini's setup turn: environment, folder tree, GEMINI.md memory
-HOOK_OPEN, HOOK_CLOSE = "<hook_context>", "</hook_context>"  # what hooks add to a prompt (our recall)
 
 
 @dataclass
@@ -165,8 +164,9 @@ class RecordMapper:
         responses = [p["functionResponse"] for p in parts if isinstance(p, dict) and "functionResponse" in p]
         if prose or not responses:
             text = neutral_content(prose, self.report)
-            kind = scaffold_kind(text)
-            self._add(record, role="user", content=split_hook_context(text) if kind is None else text)
+            kind = scaffold_kind(text) or ("reminder" if prose and all(map(is_hook_part, prose)) else None)
+            marked = mark_hook_parts(prose) if kind is None else None
+            self._add(record, role="user", content=marked or (split_hook_context(text) if kind is None else text))
             if kind is not None:
                 self.report.transform(f"Gemini's injected {kind} turn → user message marked as scaffolding")
                 self.out[-1].metadata["scaffold"] = kind
@@ -267,50 +267,6 @@ class RecordMapper:
         )
 
 
-def scaffold_kind(content: Any) -> str | None:
-    """The scaffold kind of a whole user turn that Gemini wrote itself, None for what the user said."""
-    if not isinstance(content, str):
-        return None
-    text = content.strip()
-    if text.startswith(CONTEXT_PREFIX):
-        return "environment"
-    if text.startswith(HOOK_OPEN) and text.endswith(HOOK_CLOSE) and text.count(HOOK_CLOSE) == 1:
-        return "reminder"
-    return None
-
-
-def split_hook_context(content: Any) -> Any:
-    """A prompt that starts with a hook's `<hook_context>` block → the block (with the blank line after
-    it) as a marked part, then the prompt: the two join back into the same text. Anything else as is."""
-    if not isinstance(content, str) or not content.startswith(HOOK_OPEN) or HOOK_CLOSE not in content:
-        return content
-    end = content.index(HOOK_CLOSE) + len(HOOK_CLOSE)
-    while end < len(content) and content[end] in "\r\n":
-        end += 1
-    return [
-        {"type": "text", "text": content[:end], "scaffold": "reminder"},
-        {"type": "text", "text": content[end:]},
-    ]
-
-
-MCP_DISPLAY = re.compile(r"(?P<tool>.+) \((?P<server>.+) MCP Server\)")
-
-
-def tool_name(call: dict[str, Any]) -> str:
-    """A call's function name, saying server and tool for MCP tools. 0.61 names an MCP tool
-    `mcp_<server>_<tool>` for its model (`generateValidName`) and displays `<tool> (<server> MCP Server)`;
-    older files may hold a bare `<tool>` or `<server>__<tool>`, so a call whose displayName names its
-    server gets the 0.61 form."""
-    name = str(call.get("name") or "tool")
-    display = call.get("displayName")
-    shown = MCP_DISPLAY.fullmatch(display) if isinstance(display, str) and len(display) <= 300 else None
-    if shown is None:
-        return name
-    server, tool = shown["server"], shown["tool"]
-    full = re.sub(r"[^a-zA-Z0-9_\-.:]", "_", f"mcp_{server}_{tool}")
-    return name if name.startswith(full[: len("mcp_") + len(server)]) else full
-
-
 def is_reload_copy(record: dict[str, Any]) -> bool:
     """A `<gemini record id>_response` user record: what 0.61 derives from a call's result when it reloads
     a session (`convertSessionToClientHistory`) beside the user record that first answered the call, so
@@ -355,14 +311,6 @@ def result_text(result: Any) -> str:
         else:
             texts.append(json.dumps(part, ensure_ascii=False))
     return "\n".join(texts)
-
-
-def text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    parts = content if isinstance(content, list) else [content]
-    texts = [p if isinstance(p, str) else p.get("text") if isinstance(p, dict) else None for p in parts]
-    return "".join(t for t in texts if isinstance(t, str))
 
 
 def neutral_content(parts: list[Any], report: MappingReport) -> Any:

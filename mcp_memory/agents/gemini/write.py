@@ -20,7 +20,8 @@ from typing import Any
 
 from ...schema import MessageIn
 from ..base import MappingReport, NeutralSession, WriteOptions, plain_text, stable_id
-from .read import AGENT, CONTEXT_PREFIX, parse_time
+from .marks import CONTEXT_PREFIX
+from .read import AGENT, parse_time
 
 SETUP_TURN = CONTEXT_PREFIX + "\nThis is the Gemini CLI."  # how 0.61's setup turn starts
 
