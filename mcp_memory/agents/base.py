@@ -204,3 +204,8 @@ class Agent(ABC):
         """What a session-start hook prints so that the agent adds `context` to the new session, for
         agents whose hooks can (`recall --hook`)."""
         return None
+
+    def recall_wanted(self, hook: Mapping[str, Any]) -> bool:
+        """Whether `recall --hook` run with this hook payload adds the recall: agents whose recall
+        hook fires on every prompt (Gemini CLI's BeforeAgent) add it to a session's first prompt only."""
+        return True

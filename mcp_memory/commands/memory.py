@@ -111,6 +111,9 @@ def hook(settings: Settings, args: argparse.Namespace, stdin: str) -> int:
     prints nothing, exit 0."""
     try:
         event = json.loads(stdin) if stdin.strip() else {}
+        agent = agents.get(args.agent or agents.SESSION_START_DEFAULT)
+        if not agent.recall_wanted(event):
+            return 0
         cwd = event.get("cwd") if isinstance(event.get("cwd"), str) else os.getcwd()
         project = projects.resolve(os.path.abspath(cwd), explicit=args.project,
                                    mapping=settings.raw.get("projects")).project
@@ -119,7 +122,7 @@ def hook(settings: Settings, args: argparse.Namespace, stdin: str) -> int:
                 result = svc.recall(args.query, project_id=project, limit=args.limit)
             else:
                 result = svc.recall_digest(project_id=project, limit=args.limit)
-        output = agents.get(args.agent or agents.SESSION_START_DEFAULT).session_start_output(result.text) if result.text else None
+        output = agent.session_start_output(result.text) if result.text else None
         if output is not None:
             print(json.dumps(output, ensure_ascii=False))
     except Exception:  # noqa: BLE001 — the hook contract: silence rather than a failed session start

@@ -22,10 +22,10 @@ from ...files import atomic_write as write_atomic
 from ...shell import command_line
 from ..base import Adapter, MappingReport, NeutralSession, WriteOptions, WrittenSession
 from . import DISPLAY_NAME, NAME
-from .read import AGENT, ChatState, RecordMapper, load_legacy, replay_lines, text_of
+from .incremental import read_since
+from .marks import is_hook_part, is_prompt, split_hook_context, text_of
+from .read import AGENT, ChatState, RecordMapper, load_legacy, replay_lines
 from .write import ChatWriter, chat_file_name, last_time, project_hash, session_uuid, start_time
-
-CONTEXT_PREFIX = "<session_context>"
 
 
 def gemini_dir(env: Mapping[str, str]) -> Path:
@@ -106,10 +106,13 @@ def session_meta(state: ChatState, path: Path, records: list[dict[str, Any]]) ->
 
 def first_prompt(records: list[dict[str, Any]]) -> str | None:
     for record in records:
-        if record.get("type") == "user":
-            text = text_of(record.get("content")).strip()
-            if text and not text.startswith(CONTEXT_PREFIX):
-                return text[:200]
+        if is_prompt(record):
+            content = record.get("content")
+            typed = [p for p in (content if isinstance(content, list) else [content]) if not is_hook_part(p)]
+            parts = split_hook_context(text_of(typed))
+            prompt = (parts[-1]["text"] if isinstance(parts, list) else text_of(typed)).strip()
+            if prompt:
+                return prompt[:200]
     return None
 
 
@@ -159,6 +162,20 @@ class GeminiAdapter(Adapter):
             parent_native_id=parent,
             source_path=path,
         )
+
+    def read_incremental(
+        self, path: Path, cursor: dict[str, Any] | None
+    ) -> tuple[list[NeutralSession], dict[str, Any]]:
+        """Only the messages new since `cursor` (incremental.py); a legacy `.json` file is read whole."""
+        return self.read_since(path, cursor, settled=True)
+
+    def read_since(
+        self, path: Path, cursor: dict[str, Any] | None, *, settled: bool
+    ) -> tuple[list[NeutralSession], dict[str, Any]]:
+        """`read_incremental`, told whether the turn is over (`settled`, see incremental.py)."""
+        if Path(path).suffix == ".json":
+            return self.read([path]), {}
+        return read_since(Path(path), cursor, settled=settled)
 
     def write(self, session: NeutralSession, out_dir: Path, options: WriteOptions) -> WrittenSession:
         report = MappingReport(agent=AGENT, direction="write")

@@ -11,6 +11,13 @@ Mapping: `user` → user (functionResponse parts → tool messages), `gemini` �
 thinking, `toolCalls` → tool_calls, each `result` → a tool message unless a later user record answers
 the same call id, as 0.61 writes both), `info`/`error`/`warning` → system. The first neutral message of
 a record keeps the record under `metadata["native"]`; the others point to it with `native_part_of`.
+
+Scaffolding (what Gemini itself injects, kept for the round trip but marked so that the core leaves it
+out of search, recall and relays): the `<session_context>` setup turn (environment, folder structure,
+GEMINI.md memory) → `metadata["scaffold"] = "environment"`; `info`/`warning` notices → "other"; a
+`<hook_context>…</hook_context>` block that a hook added after the prompt (BeforeAgent) or before it
+(SessionStart, headless) → its own content part with `"scaffold": "reminder"` (the whole message when
+nothing else is in it). The checks live in marks.py.
 """
 
 from __future__ import annotations
@@ -24,9 +31,11 @@ from typing import Any
 from ...schema import MessageIn
 from ..base import MappingReport, parse_time, stable_id
 from . import NAME
+from .marks import is_hook_part, mark_hook_parts, scaffold_kind, split_hook_context, text_of, tool_name
 
 AGENT = NAME
 NOTICE_TYPES = ("info", "error", "warning")
+SCAFFOLD_NOTICES = ("info", "warning")  # CLI chatter; an `error` record tells what went wrong, so it stays
 
 
 @dataclass
@@ -36,9 +45,10 @@ class ChatState:
     records: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def replay_lines(lines: list[Any], report: MappingReport) -> ChatState:
-    """JSONL lines → the final metadata and message records, as Gemini itself would load them."""
-    state = ChatState(report=report)
+def replay_lines(lines: list[Any], report: MappingReport, state: ChatState | None = None) -> ChatState:
+    """JSONL lines → the final metadata and message records, as Gemini itself would load them;
+    replayed onto `state` when given (capture continues from what it knew)."""
+    state = ChatState(report=report) if state is None else state
     for line in lines:
         if not isinstance(line, dict):
             report.drop("line that is not a JSON object")
@@ -109,11 +119,16 @@ class RecordMapper:
     out: list[MessageIn] = field(default_factory=list)
     per_record: Counter[str] = field(default_factory=Counter)  # neutral messages made from each record
     done: set[str] = field(default_factory=set)  # call ids that already have their tool message
+    owner: dict[str, str] = field(default_factory=dict)  # call id → the user record its tool message comes from
+    continuing: bool = False  # capture: earlier records were stored by an earlier run
 
     def map(self, records: list[dict[str, Any]]) -> list[MessageIn]:
         for record in records:
             if record.get("type") == "user":
-                self.answered.update(response_ids(record.get("content")))
+                for call_id in response_ids(record.get("content")):
+                    self.answered.add(call_id)
+                    if not is_reload_copy(record):
+                        self.owner.setdefault(call_id, record["id"])
         for record in records:
             self._record(record)
         return self.out
@@ -131,10 +146,14 @@ class RecordMapper:
             else:
                 self.report.transform(f"record type {kind} (CLI notice) → system message")
             self._add(record, role="system", content=text_of(record.get("content")))
+            if kind in SCAFFOLD_NOTICES:
+                self.out[-1].metadata["scaffold"] = "other"
         if len(self.out) > start:
             return
         if self.out:  # nothing new in it (a repeated answer): keep the record with the previous message
             self.out[-1].metadata.setdefault("native_after", []).append(record)
+        elif self.continuing:
+            self.report.transform("record with nothing new after an earlier capture (resume reload) → skipped")
         else:
             self._add(record, role="user" if kind == "user" else "system", content="")
 
@@ -144,14 +163,20 @@ class RecordMapper:
         prose = [p for p in parts if not (isinstance(p, dict) and "functionResponse" in p)]
         responses = [p["functionResponse"] for p in parts if isinstance(p, dict) and "functionResponse" in p]
         if prose or not responses:
-            self._add(record, role="user", content=neutral_content(prose, self.report))
+            text = neutral_content(prose, self.report)
+            kind = scaffold_kind(text) or ("reminder" if prose and all(map(is_hook_part, prose)) else None)
+            marked = mark_hook_parts(prose) if kind is None else None
+            self._add(record, role="user", content=marked or (split_hook_context(text) if kind is None else text))
+            if kind is not None:
+                self.report.transform(f"Gemini's injected {kind} turn → user message marked as scaffolding")
+                self.out[-1].metadata["scaffold"] = kind
         for response in responses:
             if not isinstance(response, dict):
                 continue
             call_id = str(
                 response.get("id") or stable_id(self.session_id, record["id"], response.get("name"))
             )
-            if call_id in self.done:
+            if call_id in self.done or self.owner.get(call_id, record["id"]) != record["id"]:
                 self.report.transform(
                     "functionResponse repeating an answered call (resume reload) → not repeated"
                 )
@@ -219,7 +244,7 @@ class RecordMapper:
         return {
             "id": call_id,
             "type": "function",
-            "function": {"name": str(call.get("name") or "tool"), "arguments": arguments},
+            "function": {"name": tool_name(call), "arguments": arguments},
         }
 
     def _add(self, record: dict[str, Any], *, when: datetime | None = None, **fields: Any) -> None:
@@ -240,6 +265,13 @@ class RecordMapper:
                 **fields,
             )
         )
+
+
+def is_reload_copy(record: dict[str, Any]) -> bool:
+    """A `<gemini record id>_response` user record: what 0.61 derives from a call's result when it reloads
+    a session (`convertSessionToClientHistory`) beside the user record that first answered the call, so
+    the tool message keeps coming from that first record and its append_id stays the same."""
+    return str(record.get("id", "")).endswith("_response")
 
 
 def thought_text(thought: dict[str, Any]) -> str:
@@ -281,19 +313,11 @@ def result_text(result: Any) -> str:
     return "\n".join(texts)
 
 
-def text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    parts = content if isinstance(content, list) else [content]
-    texts = [p if isinstance(p, str) else p.get("text") if isinstance(p, dict) else None for p in parts]
-    return "".join(t for t in texts if isinstance(t, str))
-
-
 def neutral_content(parts: list[Any], report: MappingReport) -> Any:
     """Gemini parts → a string when all are text, else OpenAI-style parts."""
     if all(isinstance(p, str) or (isinstance(p, dict) and set(p) == {"text"}) for p in parts):
         return "".join(p if isinstance(p, str) else p["text"] for p in parts)
-    out = []
+    out: list[dict[str, Any]] = []
     for part in parts:
         if isinstance(part, str):
             out.append({"type": "text", "text": part})

@@ -20,7 +20,10 @@ from typing import Any
 
 from ...schema import MessageIn
 from ..base import MappingReport, NeutralSession, WriteOptions, plain_text, stable_id
+from .marks import CONTEXT_PREFIX
 from .read import AGENT, parse_time
+
+SETUP_TURN = CONTEXT_PREFIX + "\nThis is the Gemini CLI."  # how 0.61's setup turn starts
 
 
 def gemini_time(value: datetime) -> str:
@@ -45,8 +48,10 @@ def chat_file_name(start: datetime, session_id: str) -> str:
     return f"session-{start.astimezone(UTC):%Y-%m-%dT%H-%M}-{session_id[:8]}.jsonl"
 
 
-def is_native(message: MessageIn) -> bool:
-    return message.metadata.get("agent_source") == AGENT and (
+def is_native(session: NeutralSession, message: MessageIn) -> bool:
+    """A record Gemini wrote, to be written back unchanged: only in a session read from Gemini, never
+    from metadata another agent's session carries along."""
+    return session.agent == AGENT and message.metadata.get("agent_source") == AGENT and (
         isinstance(message.metadata.get("native"), dict) or "native_part_of" in message.metadata
     )
 
@@ -87,12 +92,15 @@ class ChatWriter:
         for index, message in enumerate(self.session.messages):
             if index in self.consumed:
                 continue
-            if is_native(message):
+            if is_native(self.session, message):
                 record = message.metadata.get("native")
                 if isinstance(record, dict) and record.get("id") not in written:
                     written.add(str(record.get("id")))
                     self.records.append(record)
                 self.records.extend(message.metadata.get("native_after") or [])
+                continue
+            if is_scaffolding(message):
+                self.report.drop("scaffolding of another agent (instructions, environment, notices)")
                 continue
             self._foreign(index, message)
         return self.records
@@ -171,6 +179,9 @@ class ChatWriter:
         parts = []
         for part in content:
             data = part.model_dump()
+            if data.get("scaffold"):
+                self.report.drop(f"scaffolding part ({data['scaffold']})")
+                continue
             url = data.get("image_url", {}).get("url", "") if isinstance(data.get("image_url"), dict) else ""
             if part.type == "text":
                 parts.append({"text": data["text"]})
@@ -182,6 +193,14 @@ class ChatWriter:
             else:
                 self.report.drop(f"content part {part.type}")
         return parts
+
+
+def is_scaffolding(message: MessageIn) -> bool:
+    """Marked scaffolding, or a Gemini setup turn that reached another agent unmarked: written as a
+    turn it would reach the model as if the user had said it."""
+    if message.metadata.get("scaffold"):
+        return True
+    return message.role == "user" and plain_text(message.content).lstrip().startswith(SETUP_TURN)
 
 
 def start_time(session: NeutralSession) -> datetime:
