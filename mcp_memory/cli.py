@@ -1,6 +1,8 @@
 """Command-line interface: argument parsing only; each command is a small function in commands/.
 
-Exit codes (README, Command line): 0 success, 1 user error (one line on stderr), 2 usage.
+Exit codes (README, Command line): 0 success, 1 user error (one line on stderr), 2 usage; 141 when
+the reader of the output went away (`mcp-memory sessions | head -1`), quietly, as a shell tool that
+SIGPIPE ends.
 """
 
 from __future__ import annotations
@@ -124,7 +126,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     try:
-        return _dispatch(args)
+        code = _dispatch(args)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
+        return code
+    except BrokenPipeError:
+        return _reader_gone()
     except McpMemoryError as exc:
         print(f"mcp-memory: {exc.render()}", file=sys.stderr)
         return 1
@@ -133,6 +139,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - a bug: logged with its traceback and incident id, answered with both
         print(f"mcp-memory: {internal(exc, logging.getLogger('mcp_memory.cli')).render()}", file=sys.stderr)
         return 1
+
+
+EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a tool ended by a closed pipe
+
+
+def _reader_gone() -> int:
+    """The output's reader closed the pipe: nothing more can be said there, and nothing is wrong
+    to report. Stdout is pointed at the null device so the interpreter's exit flush stays quiet."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, sys.stdout.fileno())
+    os.close(null)
+    return EXIT_CLOSED_PIPE
 
 
 def _dispatch(args: argparse.Namespace) -> int:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .credentials import mask_dsn
-from .errors import ConfigError
+from .errors import ConfigError, Invalid
 from .schema import DEFAULT_MAX_MESSAGE_BYTES
 
 APP = "mcp-memory"
@@ -99,10 +99,11 @@ def load_settings(*, dsn: str | None = None, environ: Mapping[str, str] | None =
     source: DsnSource
     if dsn:
         source = "flag"
+        check_dsn(dsn, "--dsn")
     elif environ.get("MCP_MEMORY_DSN"):
-        dsn, source = environ["MCP_MEMORY_DSN"], "env"
+        dsn, source = check_dsn(environ["MCP_MEMORY_DSN"], "MCP_MEMORY_DSN"), "env"
     elif database.get("dsn"):
-        dsn, source = str(database["dsn"]), "config"
+        dsn, source = check_dsn(database["dsn"], f"[database] dsn of {config_path}"), "config"
     else:
         dsn, source = None, "embedded"
 
@@ -137,8 +138,25 @@ def _direct_dsn(database: dict[str, Any]) -> str | None:
     value = database.get("direct_dsn")
     if value is None or value == "":
         return None
+    return check_dsn(value, "[database] direct_dsn")
+
+
+DSN_RULE = ("a PostgreSQL connection string: a URI (postgresql://user@host:5432/dbname) "
+            "or key=value pairs (host=localhost port=5432 dbname=mcp_memory)")
+
+
+def check_dsn(value: object, setting: str) -> str:
+    """A DSN libpq can parse, else `[invalid]` naming the setting and the rule. The value itself is
+    not quoted back: it may hold a password."""
     if not isinstance(value, str):
-        raise ConfigError(f"config: database.direct_dsn must be a DSN string, got {type(value).__name__}")
+        raise Invalid(f"{setting} must be {DSN_RULE}, not a value of type {type(value).__name__}")
+    from psycopg import ProgrammingError
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        conninfo_to_dict(value)
+    except ProgrammingError:
+        raise Invalid(f"{setting} is not {DSN_RULE}") from None
     return value
 
 

@@ -1,6 +1,6 @@
 """The embedded server keeps to its own data folder: no permission changes outside it, a private
 socket folder (0700) with peer authentication (no trust rule), no start as root without the explicit
-opt-in, and a clear refusal when the server's user cannot reach the data folder."""
+opt-in, and a clear refusal when the server's user cannot reach an existing data folder."""
 
 from __future__ import annotations
 
@@ -69,10 +69,13 @@ def test_root_needs_the_explicit_opt_in(tmp_path) -> None:
 
 
 @pytest.mark.skipif(not AS_ROOT, reason="the server runs as another user only under root")
-def test_unreachable_data_folder_is_refused_without_chmod() -> None:
+def test_an_existing_cluster_out_of_reach_is_refused_without_chmod() -> None:
+    """A new profile out of the server user's reach is served from mcp-memory's system folder
+    (test_embedded_root.py); an existing cluster there is never moved or widened: refused."""
     with embedded_home() as home:
         closed = home / "closed"
-        closed.mkdir(mode=0o700)
+        (closed / "data" / "pg").mkdir(parents=True)
+        (closed / "data" / "pg" / "PG_VERSION").write_text("18\n")
         closed.chmod(0o700)
         with pytest.raises(Unavailable, match=f"cannot enter {closed}"):
             embedded.ensure_running(closed / "data" / "pg", allow_root=True)

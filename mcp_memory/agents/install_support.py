@@ -3,9 +3,14 @@ each an `Installer`, all following one merge rule (`merge_server`)."""
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from ..config import Settings
 
 
 class Installer(Protocol):
@@ -62,3 +67,15 @@ def merge_server(
         servers = document[key] = new_table()
     servers[SERVER_NAME] = wrap(entry)
     return "updated" if present else "added"
+
+
+ROOT_OPT_IN = "MCP_MEMORY_EMBEDDED_AS_ROOT"
+
+
+def root_opt_in(settings: Settings) -> dict[str, str]:
+    """The variable a server or hook registered by root needs: the embedded server refuses root
+    without the opt-in, and the agent launches its server later, without the installing shell's
+    environment; running `install` as root with the embedded default is that opt-in."""
+    if settings.dsn is not None or sys.platform == "win32" or os.geteuid() != 0:
+        return {}
+    return {ROOT_OPT_IN: "1"}

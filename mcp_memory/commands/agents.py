@@ -160,6 +160,8 @@ def install(settings: Settings, args: argparse.Namespace) -> int:
         print(line)
     if stored and not args.uninstall:
         print(f"the token stays out of the agent's config: stored for {stored}")
+    if "MCP_MEMORY_EMBEDDED_AS_ROOT" in env and not args.uninstall:
+        print("running as root: the entry sets MCP_MEMORY_EMBEDDED_AS_ROOT=1 (PostgreSQL runs as the user pgserver)")
     return 0
 
 
@@ -168,9 +170,11 @@ def profile_env(settings: Settings, environ: Mapping[str, str]) -> tuple[dict[st
     secret. A DSN is written without its password; that password (or MCP_MEMORY_PASSWORD) goes to
     the keyring or the 0600 credentials file, where `serve` and `sync` find it, as after `login`.
     Returns the variables and, when a secret was stored, the account it was stored for."""
+    from ..agents.install_support import root_opt_in
     from ..credentials import keyring_account, store_password, without_password
 
     env = {k: environ[k] for k in ("MCP_MEMORY_HOME", "MCP_MEMORY_CONFIG") if environ.get(k)}
+    env.update(root_opt_in(settings))
     if not settings.dsn or settings.dsn_source == "config":
         return env, None  # the embedded server, or a DSN the config file already selects
     clean, secret = without_password(settings.dsn)

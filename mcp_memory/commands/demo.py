@@ -24,7 +24,9 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     where = "the embedded PostgreSQL" if settings.embedded else settings.describe_dsn()
     print(f"mcp-memory demo — database: {where}")
     if settings.embedded:
-        print(f"  (data in {settings.embedded_dir}; the first start takes a few seconds)")
+        from ..store.embedded import data_folder
+
+        print(f"  (data in {data_folder(settings.embedded_dir)}; the first start takes a few seconds)")
     started = time.monotonic()
     run_id = uuid.uuid4().hex[:8]
     with service(settings) as svc:

