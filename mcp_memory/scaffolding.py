@@ -17,8 +17,9 @@ Echoes are the agent's calls of mcp-memory's own tools and their results: an ear
 recall or read_session copied into the session. They stay in the session as they were, and are
 kept apart in the index (`message_search.echo`), so that search and recall leave them out unless
 asked (`include_echoes`). A call is ours when its function name carries the server name the
-installers register (`mcp-memory`) the way agents prefix MCP tools: Claude Code and Codex
-`mcp__mcp-memory__search`, OpenCode `mcp-memory_search`, others `mcp-memory__search` or
+installers register (`mcp-memory`) the way agents prefix MCP tools: Claude Code
+`mcp__mcp-memory__search`, Codex 0.169 `mcp__mcp_memory__search`, Gemini CLI 0.61
+`mcp_mcp-memory_search`, OpenCode `mcp-memory_search`, others `mcp-memory__search` or
 `mcp-memory.search`.
 """
 
@@ -35,7 +36,7 @@ KEY = "scaffold"
 KINDS = frozenset({"instructions", "environment", "permissions", "skills", "reminder", "caveat", "command",
                    "other"})
 
-_MEMORY_TOOL = re.compile(r"(?:mcp__)?mcp[-_]memory(?:__|[._/:-])(?P<tool>[A-Za-z][A-Za-z0-9_]{0,63})")
+_MEMORY_TOOL = re.compile(r"(?:mcp__?)?mcp[-_]memory(?:__|[._/:-])(?P<tool>[A-Za-z][A-Za-z0-9_]{0,63})")
 
 
 def message_kind(payload: Mapping[str, Any]) -> str | None:

@@ -20,6 +20,7 @@ ECHO_WORDS = "refunds nightly batch queue settlement ledger"
     ("mcp-memory__read_session", "read_session"),
     ("mcp_memory.recall", "recall"),
     ("mcp__mcp_memory__recall", "recall"),
+    ("mcp_mcp-memory_recall", "recall"),
     ("search_messages", None),
     ("mcp__other__recall", None),
     ("mcp__mcp-memory-evil__recall", None),

@@ -49,7 +49,8 @@ def test_a_session_of_memory_tool_calls_leaves_no_echo_in_search(agent: str, tmp
     assert sum("zebraledger" in json.dumps(m.model_dump(mode="json")) for m in stored) >= 4  # kept verbatim
 
     found = service.search_messages("zebraledger", limit=10).matches
-    assert found and all(m.session_id not in own for m in found), [(m.session_id, m.seq, m.snippet) for m in found]
+    shape = [(m.seq, m.role, [c.function.name for c in m.tool_calls or []], m.tool_call_id) for m in stored]
+    assert found and all(m.session_id not in own for m in found), ([(m.session_id, m.seq) for m in found], shape)
     assert any(m.project_id == "interop" for m in found)  # the message the agent appended
     echoes = service.search_messages("zebraledger", limit=50, include_echoes=True).matches
     assert any(m.session_id in own for m in echoes)
