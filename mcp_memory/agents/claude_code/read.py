@@ -20,7 +20,7 @@ from typing import Any
 
 from ...schema import MessageIn
 from ..base import MappingReport
-from . import NAME
+from . import NAME, scaffold
 from .transcript import MESSAGE_TYPES, Line, chain_uuids
 
 AGENT = NAME
@@ -253,12 +253,8 @@ def user_messages(record: dict[str, Any], report: MappingReport, state: ReadStat
     content = (record.get("message") or {}).get("content")
     stamp = _time(record)
     uuid = record.get("uuid")
-    base = {"agent_source": AGENT}
     if isinstance(content, str) or content is None:
-        metadata = {**base, **_user_kind(record, content or "")}
-        return [
-            MessageIn(append_id=uuid, role="user", content=content or "", created_at=stamp, metadata=metadata)
-        ]
+        return [_user_text(content or "", record, stamp)]
     messages: list[MessageIn] = []
     parts: list[dict[str, Any]] = []
     for block in content:
@@ -277,11 +273,28 @@ def user_messages(record: dict[str, Any], report: MappingReport, state: ReadStat
     return messages
 
 
+def _user_text(text: str, record: dict[str, Any], stamp: datetime | None) -> MessageIn:
+    """A prompt given as one string: kept a string unless a system reminder sits in typed text."""
+    metadata: dict[str, Any] = {"agent_source": AGENT, **_user_kind(record, text)}
+    kind = scaffold.meta_kind(text) if record.get("isMeta") else scaffold.text_kind(text)
+    content: Any = text
+    if kind is not None:
+        metadata["scaffold"] = kind
+    elif len(pieces := scaffold.split_text(text)) > 1:
+        content = pieces
+    return MessageIn(append_id=record.get("uuid"), role="user", content=content, created_at=stamp,
+                     metadata=metadata)
+
+
 def _user_parts(parts: list[dict[str, Any]], record: dict[str, Any], stamp: datetime | None) -> MessageIn:
     text = "".join(p.get("text", "") for p in parts if p.get("type") == "text")
-    metadata = {"agent_source": AGENT, **_user_kind(record, text)}
+    metadata: dict[str, Any] = {"agent_source": AGENT, **_user_kind(record, text)}
+    marked = scaffold.mark_parts(parts)
+    kind = scaffold.meta_kind(text) if record.get("isMeta") else scaffold.message_kind(marked)
+    if kind is not None:
+        metadata["scaffold"] = kind
     return MessageIn(
-        append_id=record.get("uuid"), role="user", content=parts, created_at=stamp, metadata=metadata
+        append_id=record.get("uuid"), role="user", content=marked, created_at=stamp, metadata=metadata
     )
 
 
@@ -303,9 +316,11 @@ def _tool_message(
     call_id = str(block.get("tool_use_id"))
     raw = block.get("content")
     if isinstance(raw, list):
-        content: Any = [content_part(part, None) for part in raw if isinstance(part, dict)]
+        content: Any = _reminders_apart([content_part(part, None) for part in raw if isinstance(part, dict)])
     else:
         content = "" if raw is None else str(raw)
+        if len(pieces := scaffold.split_text(content)) > 1:  # a reminder appended to a tool's output
+            content = pieces
     metadata: dict[str, Any] = {"agent_source": AGENT}
     if block.get("is_error"):
         metadata["is_error"] = True
@@ -318,6 +333,17 @@ def _tool_message(
         created_at=stamp,
         metadata=metadata,
     )
+
+
+def _reminders_apart(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Tool output parts with each `<system-reminder>` split off into a part marked "reminder"."""
+    split: list[dict[str, Any]] = []
+    for part in parts:
+        if part.get("type") == "text":
+            split.extend({**part, **piece} for piece in scaffold.split_text(part["text"]))
+        else:
+            split.append(part)
+    return split
 
 
 def content_part(block: dict[str, Any], report: MappingReport | None) -> dict[str, Any]:
