@@ -67,6 +67,8 @@ def _user_message(info: dict[str, Any], parts: list[dict[str, Any]], report: Map
         content.extend(_user_part(part, report))
     metadata = _base_metadata(info)
     metadata["native"] = {"info": info, "parts": parts}
+    if content and all(part.get("scaffold") for part in content):
+        metadata["scaffold"] = content[0]["scaffold"]
     return MessageIn(
         append_id=info.get("id"),
         role="user",
@@ -97,9 +99,23 @@ def _text_part(part: dict[str, Any], report: MappingReport) -> list[dict[str, An
         report.transform("part type: text (ignored) → metadata.native only")
         return []
     if part.get("synthetic"):
-        report.transform("part type: text (synthetic context) → text part marked synthetic")
-        return [{"type": "text", "text": text, "synthetic": True}]
+        report.transform("part type: text (synthetic context) → text part marked synthetic and scaffold")
+        return [{"type": "text", "text": text, "synthetic": True, "scaffold": synthetic_kind(part, text)}]
+    if text.strip().startswith("<system-reminder>") and text.strip().endswith("</system-reminder>"):
+        return [{"type": "text", "text": text, "scaffold": "reminder"}]
     return [{"type": "text", "text": text}]
+
+
+def synthetic_kind(part: dict[str, Any], text: str) -> str:
+    """What OpenCode injected (README.md §Scaffolding): the "continue" prompt after a compaction is
+    an instruction, a `<system-reminder>` (plan mode) a reminder, the rest (an attached file's read
+    call and content, an MCP resource, an agent mention) is "other"."""
+    metadata = part.get("metadata")
+    if isinstance(metadata, dict) and metadata.get("compaction_continue"):
+        return "instructions"
+    if text.lstrip().startswith("<system-reminder>"):
+        return "reminder"
+    return "other"
 
 
 def _file_part(part: dict[str, Any], report: MappingReport) -> list[dict[str, Any]]:
