@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ...schema import MessageIn
+from ...schema import ContentPart, FunctionCall, MessageIn, Thinking, ToolCall
 from ..base import MappingReport
 from . import NAME, scaffold
 from .transcript import MESSAGE_TYPES, Line, chain_uuids
@@ -224,28 +224,24 @@ def _assistant_extras(lines: list[dict[str, Any]]) -> dict[str, Any]:
     return extras
 
 
-def _tool_call(block: dict[str, Any]) -> dict[str, Any]:
+def _tool_call(block: dict[str, Any]) -> ToolCall:
     arguments = json.dumps(block.get("input") if block.get("input") is not None else {}, ensure_ascii=False)
-    return {
-        "id": str(block.get("id")),
-        "type": "function",
-        "function": {"name": str(block.get("name")), "arguments": arguments},
-    }
+    return ToolCall(id=str(block.get("id")), function=FunctionCall(name=str(block.get("name")), arguments=arguments))
 
 
-def _thinking(blocks: list[dict[str, Any]], report: MappingReport) -> dict[str, Any] | None:
+def _thinking(blocks: list[dict[str, Any]], report: MappingReport) -> Thinking | None:
     if not blocks:
         return None
     if len(blocks) > 1:
         report.transform("several thinking blocks in one message joined into one thinking field")
     redacted = [b for b in blocks if b.get("type") == "redacted_thinking"]
     if len(redacted) == len(blocks):
-        return {"content": "\n\n".join(str(b.get("data") or "") for b in blocks), "encrypted": True}
+        return Thinking(content="\n\n".join(str(b.get("data") or "") for b in blocks), encrypted=True)
     plain = [b for b in blocks if b.get("type") == "thinking"]
     if redacted:
         report.transform("redacted_thinking next to thinking kept as native only")
     signature = next((b.get("signature") for b in plain if b.get("signature")), None)
-    return {"content": "\n\n".join(str(b.get("thinking") or "") for b in plain), "signature": signature}
+    return Thinking(content="\n\n".join(str(b.get("thinking") or "") for b in plain), signature=signature)
 
 
 def user_messages(record: dict[str, Any], report: MappingReport, state: ReadState) -> list[MessageIn]:
@@ -293,9 +289,8 @@ def _user_parts(parts: list[dict[str, Any]], record: dict[str, Any], stamp: date
     kind = scaffold.meta_kind(text) if record.get("isMeta") else scaffold.message_kind(marked)
     if kind is not None:
         metadata["scaffold"] = kind
-    return MessageIn(
-        append_id=record.get("uuid"), role="user", content=marked, created_at=stamp, metadata=metadata
-    )
+    return MessageIn(append_id=record.get("uuid"), role="user", content=as_parts(marked), created_at=stamp,
+                     metadata=metadata)
 
 
 def _user_kind(record: dict[str, Any], text: str) -> dict[str, Any]:
@@ -344,6 +339,11 @@ def _reminders_apart(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
         else:
             split.append(part)
     return split
+
+
+def as_parts(parts: list[dict[str, Any]]) -> list[ContentPart]:
+    """Content part dicts as the neutral model's parts (extra keys, like "scaffold", are kept)."""
+    return [ContentPart.model_validate(part) for part in parts]
 
 
 def content_part(block: dict[str, Any], report: MappingReport | None) -> dict[str, Any]:
