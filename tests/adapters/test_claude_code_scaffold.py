@@ -157,3 +157,16 @@ def test_split_pieces_join_back_to_the_text() -> None:
     pieces = scaffold.split_text(text)
     assert "".join(p["text"] for p in pieces) == text
     assert [p.get("scaffold") for p in pieces] == [None, "reminder", None, "reminder"]
+
+
+def test_session_start_context_stays_native_only(adapter) -> None:
+    """Claude Code 2.1.328 writes a SessionStart hook's additionalContext as `attachment` lines
+    (hook_success, hook_additional_context): kept under native, out of the conversation's text."""
+    (path,) = (REAL / "hook").rglob("*.jsonl")
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    kinds = [(r.get("attachment") or {}).get("type") for r in lines if "quokkaledger" in json.dumps(r)]
+    assert "hook_additional_context" in kinds
+    (session,) = adapter.read([path])
+    assert [(m.role, m.content) for m in session.messages] == [("user", "Say hello."), ("assistant", "Hello.")]
+    natives = json.dumps([m.metadata["native"] for m in session.messages])
+    assert "quokkaledger" in natives and "quokkaledger" not in json.dumps([m.content for m in session.messages])
