@@ -7,6 +7,10 @@ incremental capture as `mcp-memory sync AGENT` (core/capture.py: same cursor, sa
 (`Agent.watched_files`), so an idle agent costs a few `stat` calls and no database connection.
 It never stops on an error (a missing store, a database that is down): it says so and tries again
 next round. SIGTERM or SIGINT end it cleanly, with exit code 0.
+
+`--install-service` writes a systemd user unit that runs the watcher (same profile variables as
+`install` writes, the store's path resolved now), `--remove-service` removes it; enabling it is left
+to `systemctl --user enable --now …`, which the command prints.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -41,6 +45,10 @@ def add_parsers(sub: Any) -> None:
     watch_.add_argument("--session", help="only this session (agents whose store holds many)")
     watch_.add_argument("--project", help="project id (default: from each session's cwd)")
     watch_.add_argument("--once", action="store_true", help="one round, then exit")
+    service_ = watch_.add_mutually_exclusive_group()
+    service_.add_argument("--install-service", action="store_true",
+                          help="write a systemd user unit running this watcher (then: systemctl --user enable --now …)")
+    service_.add_argument("--remove-service", action="store_true", help="remove that unit")
 
 
 def handlers() -> dict[str, Callable[..., int]]:
@@ -51,6 +59,8 @@ def watch(settings: Settings, args: argparse.Namespace) -> int:
     if not 0.05 <= args.interval <= 86400:
         raise Invalid("--interval must be between 0.05 and 86400 seconds")
     agent = agents.get(args.agent)
+    if args.install_service or args.remove_service:
+        return service_unit(settings, args, agent)
     settings = replace(settings, connect_timeout=min(settings.connect_timeout, 5.0))
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -103,3 +113,66 @@ def capture_round(settings: Settings, args: argparse.Namespace) -> bool:
         print(f"mcp-memory watch: database unreachable, {result.spooled} session(s) spooled", file=sys.stderr,
               flush=True)
     return not result.spooled and not any(r.error for r in result.sessions)
+
+
+# --- the systemd user unit --------------------------------------------------------------------------
+
+
+def unit_path(agent: str, environ: Mapping[str, str]) -> Path:
+    """`$XDG_CONFIG_HOME/systemd/user/mcp-memory-watch-<agent>.service` (default `~/.config`)."""
+    config = environ.get("XDG_CONFIG_HOME") or (str(Path(environ["HOME"]) / ".config") if environ.get("HOME")
+                                                 else None)
+    if not config:
+        raise Invalid("neither XDG_CONFIG_HOME nor HOME is set; cannot place the systemd user unit")
+    return Path(config) / "systemd" / "user" / f"mcp-memory-watch-{agent}.service"
+
+
+def service_unit(settings: Settings, args: argparse.Namespace, agent: agents.Agent) -> int:
+    path = unit_path(agent.name, os.environ)
+    if args.remove_service:
+        if path.exists() and UNIT_MARKER in path.read_text(encoding="utf-8"):
+            path.unlink()
+            print(f"{path}: removed (stop it first: systemctl --user disable --now {path.name})")
+        else:
+            print(f"{path}: no unit of ours; nothing to remove")
+        return 0
+    from .. import launcher
+    from ..files import atomic_write
+    from .agents import profile_env
+
+    env, _stored = profile_env(settings, os.environ)
+    store = args.path or next(iter(agent.watched_files(path=None, environ=os.environ)), None)
+    if store is None and not args.session:
+        raise Invalid(f"say which {agent.display_name} session store the service watches: --path FILE")
+    argv = [*launcher.command(), "watch", agent.name, "--interval", f"{args.interval:g}",
+            *(["--path", str(Path(store).resolve())] if store else []),
+            *(["--session", args.session] if args.session else []),
+            *(["--project", args.project] if args.project else [])]
+    if path.exists() and UNIT_MARKER not in path.read_text(encoding="utf-8"):
+        raise Invalid(f"{path} exists and is not ours; not overwriting it")
+    atomic_write(path, unit_text(agent.display_name, argv, env), new_mode=0o600)
+    print(f"{path}: written; start it with: systemctl --user daemon-reload && "
+          f"systemctl --user enable --now {path.name}")
+    return 0
+
+
+UNIT_MARKER = "# written by mcp-memory watch --install-service"
+
+
+def unit_text(display_name: str, argv: list[str], env: Mapping[str, str]) -> str:
+    lines = [UNIT_MARKER, "[Unit]", f"Description=mcp-memory capture of {display_name} sessions (polling)", "",
+             "[Service]", f"ExecStart={' '.join(_unit_word(word, command=True) for word in argv)}"]
+    lines += [f"Environment={_unit_word(f'{key}={value}', command=False)}" for key, value in sorted(env.items())]
+    lines += ["Restart=on-failure", "RestartSec=30", "", "[Install]", "WantedBy=default.target", ""]
+    return "\n".join(lines)
+
+
+def _unit_word(word: str, *, command: bool) -> str:
+    """One word in systemd's syntax: double-quoted, `\\` and `"` escaped, `%` (specifiers) doubled,
+    and in a command line `$` (variable expansion) doubled too; a line break cannot be written."""
+    if any(char in word for char in "\n\r\0"):
+        raise Invalid("a command word or variable holds a line break; it cannot go into a systemd unit")
+    escaped = word.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
+    if command:
+        escaped = escaped.replace("$", "$$")
+    return f'"{escaped}"'

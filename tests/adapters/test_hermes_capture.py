@@ -170,3 +170,41 @@ def test_watcher_captures_as_hermes_writes_and_stops_on_sigterm(profile, fresh_d
             raise
     assert watcher.returncode == 0, err
     assert "2 new" in out and "4 new" in out
+
+
+def unit_words(line: str) -> list[str]:
+    """systemd's reading of the double-quoted words our unit writes."""
+    import re
+
+    words = re.findall(r'"((?:[^"\\]|\\.)*)"', line)
+    return [re.sub(r"\\(.)", r"\1", w).replace("%%", "%").replace("$$", "$") for w in words]
+
+
+def test_service_unit_runs_the_watcher_with_the_profile(profile, fresh_db, writer, tmp_path: Path) -> None:
+    """The unit `watch --install-service` writes: its ExecStart and Environment, read the way systemd
+    reads them, run one capture round (`--once`) into the same database; odd characters survive."""
+    hermes_home = tmp_path / "hermes-home"  # the `writer` fixture's store
+    config = tmp_path / "xdg config"
+    odd = tmp_path / "50% $HOME \"odd\".toml"  # a config file whose name needs every escape
+    odd.write_text("")
+    env = {**profile, "MCP_MEMORY_DSN": fresh_db, "HERMES_HOME": str(hermes_home), "XDG_CONFIG_HOME": str(config),
+           "MCP_MEMORY_CONFIG": str(odd)}
+    done = mm(env, "watch", "hermes", "--interval", "3", "--install-service")
+    assert done.returncode == 0, done.stderr
+    unit = config / "systemd" / "user" / "mcp-memory-watch-hermes.service"
+    assert "systemctl --user enable --now mcp-memory-watch-hermes.service" in done.stdout
+    text = unit.read_text()
+    assert unit.stat().st_mode & 0o077 == 0
+    (exec_line,) = [x for x in text.splitlines() if x.startswith("ExecStart=")]
+    argv = unit_words(exec_line)
+    assert argv[-6:] == ["watch", "hermes", "--interval", "3", "--path", str((hermes_home / "state.db").resolve())]
+    variables = dict(unit_words(x)[0].split("=", 1) for x in text.splitlines() if x.startswith("Environment="))
+    assert variables["MCP_MEMORY_CONFIG"] == env["MCP_MEMORY_CONFIG"] and "MCP_MEMORY_DSN" in variables
+    assert variables["MCP_MEMORY_HOME"] == profile["MCP_MEMORY_HOME"]
+    service_env = {k: v for k, v in profile.items() if not k.startswith("MCP_MEMORY_")}
+    service_env.update(variables)
+    ran = subprocess.run([*argv, "--once"], env=service_env, capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0 and "4 new" in ran.stdout, ran.stderr
+    assert len(stored(fresh_db)) == 4
+    removed = mm(env, "watch", "hermes", "--remove-service")
+    assert removed.returncode == 0 and not unit.exists()

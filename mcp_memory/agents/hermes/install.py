@@ -87,7 +87,7 @@ def _hook_line(path: Path, change: str | None, line: str | None) -> str:
 CONSENT_NOTE = (
     "Hermes asks once to approve a new shell hook (interactive runs); for non-interactive runs start it "
     "with --accept-hooks or HERMES_ACCEPT_HOOKS=1. Without hooks, `mcp-memory watch hermes` captures by "
-    "polling state.db instead."
+    "polling state.db instead (`mcp-memory watch hermes --install-service` makes it a systemd user service)."
 )
 HOOK_EVENT = "on_session_end"  # fires at the end of every turn, after the turn's rows are written
 HOOK_TIMEOUT = 60  # seconds; Hermes' default, and what a capture run is bounded to (capture.MAX_ROWS)
