@@ -170,3 +170,18 @@ def test_session_start_context_stays_native_only(adapter) -> None:
     assert [(m.role, m.content) for m in session.messages] == [("user", "Say hello."), ("assistant", "Hello.")]
     natives = json.dumps([m.metadata["native"] for m in session.messages])
     assert "quokkaledger" in natives and "quokkaledger" not in json.dumps([m.content for m in session.messages])
+
+
+def test_calls_to_our_server_keep_the_name_claude_code_shows_its_model(adapter, tmp_path: Path) -> None:
+    """The core tells our own tool calls ("echoes") by name: Claude Code names them
+    `mcp__<server>__<tool>` (tests/interop: the tools list it sends), and the reader keeps that name."""
+    ids = [f"00000000-0000-4000-8000-{n:012d}" for n in range(1, 4)]
+    use = {"type": "tool_use", "id": "toolu_01", "name": "mcp__mcp-memory__recall", "input": {"query": "ledger"}}
+    result = {"type": "tool_result", "tool_use_id": "toolu_01", "content": [{"type": "text", "text": "{}"}]}
+    rows = [line(ids[0], None, "What did we decide?"), line(ids[1], ids[0], [use], assistant=True),
+            line(ids[2], ids[1], [result])]
+    path = tmp_path / f"{SESSION}.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    messages = only(path, adapter).messages
+    assert messages[1].tool_calls[0].function.name == "mcp__mcp-memory__recall"
+    assert messages[2].name == "mcp__mcp-memory__recall" and messages[2].tool_call_id == "toolu_01"
