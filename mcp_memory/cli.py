@@ -112,9 +112,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def _command_modules() -> list:
     """Command groups that register their own sub-commands (add_parsers) and handlers (handlers)."""
-    from .commands import agents, archive, embed, memory, projects, security, ui
+    from .commands import agents, archive, embed, memory, projects, security, ui, watch
 
-    return [agents, archive, embed, memory, projects, security, ui]
+    return [agents, archive, embed, memory, projects, security, ui, watch]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

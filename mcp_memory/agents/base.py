@@ -196,6 +196,11 @@ class Agent(ABC):
 
         return CaptureTarget(key=f"{self.name}:{path.resolve()}", read=read)
 
+    def watched_files(self, *, path: Path | None, environ: Mapping[str, str]) -> list[Path]:
+        """The files whose change means there may be something new to capture (`mcp-memory watch`
+        polls their size and time and captures only after a change); empty: capture every round."""
+        return [path] if path else []
+
     def path_from_hook(self, hook: Mapping[str, Any]) -> Path | None:
         """The session file a hook's JSON names, for agents whose hooks name one."""
         return None

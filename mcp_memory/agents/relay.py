@@ -153,7 +153,8 @@ def _compare_tools(
         for _ in range(count):
             exact = [p for p in remaining if remaining[p] and p[:2] == pair[:2] and pair[2] in p[2]]
             loose = [p for p in remaining if remaining[p] and pair[2] in p[2]]
-            match = (exact or loose or [None])[0]
+            candidates = exact or loose
+            match = candidates[0] if candidates else None
             hop.kept["tool pair"] += match is not None
             hop.lost["tool pair"] += match is None
             if match is not None:

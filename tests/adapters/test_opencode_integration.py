@@ -124,3 +124,44 @@ def test_plugin_runs_sync_on_idle_and_never_throws(tmp_path: Path, works: bool) 
         assert marker.read_text() == "sync opencode --session ses_abc" and logs == []
     else:
         assert not marker.exists() and "sync of ses_abc failed" in logs[0]
+
+
+RECALL_DRIVER = """
+import { pathToFileURL } from "node:url"
+const mod = await import(pathToFileURL(process.argv[2]).href)
+const logs = []
+const client = { app: { log: async (entry) => { logs.push(entry.body.message) } } }
+const hooks = await mod.McpMemoryCapture({ client, directory: process.argv[3] })
+const transform = hooks["experimental.chat.system.transform"]
+const first = { system: ["base"] }, again = { system: ["base"] }, none = { system: ["base"] }
+await transform({ sessionID: "ses_a", model: {} }, first)
+await transform({ sessionID: "ses_a", model: {} }, again)
+await transform({ model: {} }, none)
+await transform(null, null)
+console.log(JSON.stringify({ first: first.system, again: again.system, none: none.system, logs }))
+"""
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+@pytest.mark.parametrize("works", [True, False])
+def test_plugin_adds_the_recall_once_per_session_and_never_throws(tmp_path: Path, works: bool) -> None:
+    """The recall command runs once per session with `{"cwd": directory}` on stdin; its `system` text is
+    appended to the system prompt; a failing command adds nothing and throws nothing."""
+    calls = tmp_path / "calls.txt"
+    script = (f"import json, sys; open({str(calls)!r}, 'a').write(' '.join(sys.argv[1:]) + '|' + sys.stdin.read()"
+              " + '\\n'); print(json.dumps({'system': 'memory of the project'}))")
+    command = [sys.executable, "-c", script] if works else [str(tmp_path / "missing-binary")]
+    plugin = tmp_path / "plugin.mjs"
+    plugin.write_text(plugin_source(command, {}))
+    driver = tmp_path / "driver.mjs"
+    driver.write_text(RECALL_DRIVER)
+    result = subprocess.run(["node", str(driver), str(plugin), "/work/shop"], capture_output=True, text=True,
+                            timeout=30, check=False)
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["none"] == ["base"]
+    if works:
+        assert out["first"] == out["again"] == ["base", "memory of the project"]
+        assert calls.read_text().splitlines() == ['recall --hook --agent opencode|{"cwd":"/work/shop"}']
+    else:
+        assert out["first"] == out["again"] == ["base"] and "recall failed" in out["logs"][0]

@@ -271,12 +271,13 @@ def _inline_sidechains(parent: NeutralSession, side: list[Line], lines: list[Lin
     return children
 
 
-def _root(line: Line, by_uuid: dict[str | None, Line]) -> str:
+def _root(line: Line, by_uuid: dict[str, Line]) -> str:
     seen: set[str | None] = set()
     current = line
-    while current.record.get("parentUuid") in by_uuid and current.uuid not in seen:
+    while isinstance(parent := current.record.get("parentUuid"), str) and parent in by_uuid \
+            and current.uuid not in seen:
         seen.add(current.uuid)
-        current = by_uuid[current.record["parentUuid"]]
+        current = by_uuid[parent]
     return str(current.uuid)[:8]
 
 

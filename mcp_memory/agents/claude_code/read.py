@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ...schema import MessageIn
+from ...schema import ContentPart, FunctionCall, MessageIn, Thinking, ToolCall
 from ..base import MappingReport
-from . import NAME
+from . import NAME, scaffold
 from .transcript import MESSAGE_TYPES, Line, chain_uuids
 
 AGENT = NAME
@@ -224,28 +224,24 @@ def _assistant_extras(lines: list[dict[str, Any]]) -> dict[str, Any]:
     return extras
 
 
-def _tool_call(block: dict[str, Any]) -> dict[str, Any]:
+def _tool_call(block: dict[str, Any]) -> ToolCall:
     arguments = json.dumps(block.get("input") if block.get("input") is not None else {}, ensure_ascii=False)
-    return {
-        "id": str(block.get("id")),
-        "type": "function",
-        "function": {"name": str(block.get("name")), "arguments": arguments},
-    }
+    return ToolCall(id=str(block.get("id")), function=FunctionCall(name=str(block.get("name")), arguments=arguments))
 
 
-def _thinking(blocks: list[dict[str, Any]], report: MappingReport) -> dict[str, Any] | None:
+def _thinking(blocks: list[dict[str, Any]], report: MappingReport) -> Thinking | None:
     if not blocks:
         return None
     if len(blocks) > 1:
         report.transform("several thinking blocks in one message joined into one thinking field")
     redacted = [b for b in blocks if b.get("type") == "redacted_thinking"]
     if len(redacted) == len(blocks):
-        return {"content": "\n\n".join(str(b.get("data") or "") for b in blocks), "encrypted": True}
+        return Thinking(content="\n\n".join(str(b.get("data") or "") for b in blocks), encrypted=True)
     plain = [b for b in blocks if b.get("type") == "thinking"]
     if redacted:
         report.transform("redacted_thinking next to thinking kept as native only")
     signature = next((b.get("signature") for b in plain if b.get("signature")), None)
-    return {"content": "\n\n".join(str(b.get("thinking") or "") for b in plain), "signature": signature}
+    return Thinking(content="\n\n".join(str(b.get("thinking") or "") for b in plain), signature=signature)
 
 
 def user_messages(record: dict[str, Any], report: MappingReport, state: ReadState) -> list[MessageIn]:
@@ -253,12 +249,8 @@ def user_messages(record: dict[str, Any], report: MappingReport, state: ReadStat
     content = (record.get("message") or {}).get("content")
     stamp = _time(record)
     uuid = record.get("uuid")
-    base = {"agent_source": AGENT}
     if isinstance(content, str) or content is None:
-        metadata = {**base, **_user_kind(record, content or "")}
-        return [
-            MessageIn(append_id=uuid, role="user", content=content or "", created_at=stamp, metadata=metadata)
-        ]
+        return [_user_text(content or "", record, stamp)]
     messages: list[MessageIn] = []
     parts: list[dict[str, Any]] = []
     for block in content:
@@ -277,12 +269,28 @@ def user_messages(record: dict[str, Any], report: MappingReport, state: ReadStat
     return messages
 
 
+def _user_text(text: str, record: dict[str, Any], stamp: datetime | None) -> MessageIn:
+    """A prompt given as one string: kept a string unless a system reminder sits in typed text."""
+    metadata: dict[str, Any] = {"agent_source": AGENT, **_user_kind(record, text)}
+    kind = scaffold.meta_kind(text) if record.get("isMeta") else scaffold.text_kind(text)
+    content: Any = text
+    if kind is not None:
+        metadata["scaffold"] = kind
+    elif len(pieces := scaffold.split_text(text)) > 1:
+        content = pieces
+    return MessageIn(append_id=record.get("uuid"), role="user", content=content, created_at=stamp,
+                     metadata=metadata)
+
+
 def _user_parts(parts: list[dict[str, Any]], record: dict[str, Any], stamp: datetime | None) -> MessageIn:
     text = "".join(p.get("text", "") for p in parts if p.get("type") == "text")
-    metadata = {"agent_source": AGENT, **_user_kind(record, text)}
-    return MessageIn(
-        append_id=record.get("uuid"), role="user", content=parts, created_at=stamp, metadata=metadata
-    )
+    metadata: dict[str, Any] = {"agent_source": AGENT, **_user_kind(record, text)}
+    marked = scaffold.mark_parts(parts)
+    kind = scaffold.meta_kind(text) if record.get("isMeta") else scaffold.message_kind(marked)
+    if kind is not None:
+        metadata["scaffold"] = kind
+    return MessageIn(append_id=record.get("uuid"), role="user", content=as_parts(marked), created_at=stamp,
+                     metadata=metadata)
 
 
 def _user_kind(record: dict[str, Any], text: str) -> dict[str, Any]:
@@ -303,9 +311,11 @@ def _tool_message(
     call_id = str(block.get("tool_use_id"))
     raw = block.get("content")
     if isinstance(raw, list):
-        content: Any = [content_part(part, None) for part in raw if isinstance(part, dict)]
+        content: Any = _reminders_apart([content_part(part, None) for part in raw if isinstance(part, dict)])
     else:
         content = "" if raw is None else str(raw)
+        if len(pieces := scaffold.split_text(content)) > 1:  # a reminder appended to a tool's output
+            content = pieces
     metadata: dict[str, Any] = {"agent_source": AGENT}
     if block.get("is_error"):
         metadata["is_error"] = True
@@ -318,6 +328,22 @@ def _tool_message(
         created_at=stamp,
         metadata=metadata,
     )
+
+
+def _reminders_apart(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Tool output parts with each `<system-reminder>` split off into a part marked "reminder"."""
+    split: list[dict[str, Any]] = []
+    for part in parts:
+        if part.get("type") == "text":
+            split.extend({**part, **piece} for piece in scaffold.split_text(part["text"]))
+        else:
+            split.append(part)
+    return split
+
+
+def as_parts(parts: list[dict[str, Any]]) -> list[ContentPart]:
+    """Content part dicts as the neutral model's parts (extra keys, like "scaffold", are kept)."""
+    return [ContentPart.model_validate(part) for part in parts]
 
 
 def content_part(block: dict[str, Any], report: MappingReport | None) -> dict[str, Any]:

@@ -65,12 +65,12 @@ def chain_uuids(lines: list[Line], report: MappingReport, anchor: str | None) ->
     leaf = next((line for line in reversed(lines) if line.type in MESSAGE_TYPES and line.uuid), None)
     chain: set[str] = set()
     current = leaf
-    while current is not None and current.uuid not in chain:
+    while current is not None and current.uuid and current.uuid not in chain:
         chain.add(current.uuid)
         parent = current.record.get("parentUuid")
         if parent is None and current.record.get("logicalParentUuid"):
             parent = current.record["logicalParentUuid"]  # compaction root: keep the history before it
-        current = by_uuid.get(parent)
+        current = by_uuid.get(parent) if isinstance(parent, str) else None
         if current is None and parent is not None and parent != anchor:
             report.note(
                 f"chain starts at parentUuid {parent}, which is not in the file (truncated transcript)"

@@ -167,8 +167,8 @@ class TranscriptWriter:
                 return
             for block in content or []:
                 if isinstance(block, dict) and block.get("type") == "tool_result":
-                    if block.get("tool_use_id") in self.open_calls:
-                        self.open_calls.remove(block.get("tool_use_id"))
+                    if (call := block.get("tool_use_id")) in self.open_calls:
+                        self.open_calls.remove(call)
                 elif isinstance(block, dict) and block.get("type") == "text":
                     self._prompt(block.get("text") or "", record)
 
@@ -368,7 +368,7 @@ class TranscriptWriter:
         if self.sidechain:
             return
         title = title or (self.first_prompt or "")[:80].strip() or "Imported session"
-        closing = [
+        closing: list[dict[str, Any]] = [
             {"type": "last-prompt", "lastPrompt": self.last_prompt or title, "leafUuid": self.last_uuid,
              "sessionId": self.session_id},
             {"type": "custom-title", "customTitle": title, "sessionId": self.session_id},

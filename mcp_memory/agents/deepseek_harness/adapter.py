@@ -253,7 +253,8 @@ class _ReadState:
     ) -> list[MessageIn]:
         blocks = [block for block in message.get("content") or [] if isinstance(block, dict)]
         key = message.get("id") or stable_id(kind, json.dumps(message, sort_keys=True))
-        base = {"created_at": _datetime(time_ms), "metadata": {"agent_source": NAME}}
+        metadata: dict[str, Any] = {"agent_source": NAME}
+        base: dict[str, Any] = {"created_at": _datetime(time_ms), "metadata": metadata}
         if kind == "tool/result":
             return [
                 self._tool_result(block, key, index, base)
@@ -267,9 +268,9 @@ class _ReadState:
             if content is None and not thinking and not calls:
                 self.report.drop("empty assistant message (dsh skips it in the derived history too)")
                 return []
-            base["metadata"].update(model=source.get("model"), provider=source.get("provider"))
+            metadata.update(model=source.get("model"), provider=source.get("provider"))
             if extra.get("usage"):
-                base["metadata"]["usage"] = extra["usage"]
+                metadata["usage"] = extra["usage"]
         role = "assistant" if kind == "assistant/message" else "user"
         if role == "user" and source.get("kind") == "plugin":
             role = "system"
@@ -326,10 +327,9 @@ def blocks_to_fields(
         elif isinstance(kind, str) and kind:
             report.transform(f"content block {kind} → content part of the same type")
             parts.append(dict(block))
+    content: str | list[dict[str, Any]] | None = parts
     if all(part["type"] == "text" for part in parts):
         content = "\n\n".join(part["text"] for part in parts) if parts else None
-    else:
-        content = parts
     return content, "\n\n".join(reasoning) or None, calls
 
 

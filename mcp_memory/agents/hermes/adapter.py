@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -66,7 +66,7 @@ MAPPED_SESSION_COLUMNS = {
     "system_prompt",
     "messages",
 }
-DEFAULT_ROW_VALUES = (None, 0, "", [], {})
+DEFAULT_ROW_VALUES: tuple[Any, ...] = (None, 0, "", [], {})
 RESUME_NOTE = (
     "load the file with Hermes' SessionDB.import_sessions (the export/import format; whether "
     "`hermes sessions import FILE` restores it is unconfirmed), then `hermes --resume <id>`. A resumed "
@@ -126,27 +126,41 @@ def _read_export(path: Path) -> list[dict[str, Any]]:
 
 
 def _read_db(path: Path) -> list[dict[str, Any]]:
-    connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-    connection.row_factory = sqlite3.Row
+    connection = open_db(path)
     try:
-        tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        prompts = _system_prompts(connection) if "system_prompts" in tables else {}
+        prompts = system_prompts(connection)
         records = []
         for row in connection.execute("SELECT * FROM sessions ORDER BY started_at, id"):
-            record = dict(row)
-            if not record.get("system_prompt") and record.get("system_prompt_hash") in prompts:
-                record["system_prompt"] = prompts[record["system_prompt_hash"]]
-            rows = connection.execute(
-                "SELECT * FROM messages WHERE session_id = ? ORDER BY id", (record["id"],)
-            )
-            record["messages"] = [_decode_row(dict(message)) for message in rows]
-            records.append(record)
+            rows = connection.execute("SELECT * FROM messages WHERE session_id = ? ORDER BY id", (row["id"],))
+            records.append(session_record(row, rows, prompts))
         return records
     finally:
         connection.close()
 
 
-def _system_prompts(connection: sqlite3.Connection) -> dict[str, str]:
+def open_db(path: Path) -> sqlite3.Connection:
+    """state.db, read-only (Hermes owns it: WAL, triggers, leases), rows addressable by column name."""
+    connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    connection.row_factory = sqlite3.Row
+    return connection
+
+
+def session_record(
+    session: sqlite3.Row, messages: Iterable[sqlite3.Row], prompts: dict[str, str]
+) -> dict[str, Any]:
+    """A `sessions` row and its message rows in the export's shape (what `session_from_record` reads)."""
+    record = dict(session)
+    if not record.get("system_prompt") and record.get("system_prompt_hash") in prompts:
+        record["system_prompt"] = prompts[record["system_prompt_hash"]]
+    record["messages"] = [_decode_row(dict(message)) for message in messages]
+    return record
+
+
+def system_prompts(connection: sqlite3.Connection) -> dict[str, str]:
+    """hash → prompt of table `system_prompts` (newer schemas), empty when the table is absent."""
+    tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "system_prompts" not in tables:
+        return {}
     return {
         row["hash"]: row["prompt"] for row in connection.execute("SELECT hash, prompt FROM system_prompts")
     }

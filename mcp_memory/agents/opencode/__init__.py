@@ -28,6 +28,11 @@ class OpenCode(Agent):
 
         return OpenCodeAdapter()
 
+    def session_start_output(self, context: str) -> dict[str, Any]:
+        # what our plugin reads from `recall --hook --agent opencode` and appends to the session's
+        # system prompt (plugin.js, `experimental.chat.system.transform`; README.md §Capture)
+        return {"system": context}
+
     def installer(self) -> Installer:
         from . import install
 

@@ -27,7 +27,7 @@ from ...shell import command_line
 from ..base import Adapter, FormatError, MappingReport, NeutralSession, WriteOptions, WrittenSession
 from . import DISPLAY_NAME, NAME
 from . import storage as native_io
-from .read import AGENT, convert_message, is_settled, ms_to_datetime
+from .read import AGENT, convert_message, is_settled, ms_to_datetime, obj
 from .storage import spawning_call_of
 from .write import render
 
@@ -78,7 +78,7 @@ class OpenCodeAdapter(Adapter):
             return self.read([path]), {}
         return read_db_incremental(path, None, cursor)
 
-    def install_dir(self, cwd: Path, env: Mapping[str, str]) -> Path | None:
+    def install_dir(self, cwd: Path, env: Mapping[str, str]) -> Path:
         """OpenCode keeps sessions in its database; import files wait here for `opencode import`."""
         return default_db_path(env).parent / "mcp-memory-import"
 
@@ -183,7 +183,7 @@ def to_neutral(native: native_io.NativeSession, source: Path | None) -> NeutralS
 
 def session_meta(native: native_io.NativeSession, messages: list[Any]) -> dict[str, Any]:
     info = native["info"]
-    time = info.get("time") if isinstance(info.get("time"), dict) else {}
+    time = obj(info.get("time"))
     meta: dict[str, Any] = {"agent_source": AGENT, "native": {"info": info}}
     if native.get("todos"):
         meta["native"]["todos"] = native["todos"]
@@ -243,8 +243,8 @@ def read_db_incremental(
             activity = native_io.db_last_activity(connection, row)
             if mark and activity <= mark.get("updated", -1):
                 continue
-            after = tuple(mark["after"]) if mark.get("after") else None
-            messages = native_io.db_messages(connection, row["id"], after)  # type: ignore[arg-type]
+            after = _watermark(mark.get("after"))
+            messages = native_io.db_messages(connection, row["id"], after)
             settled = _settled_prefix(messages)
             new_mark = {
                 "updated": activity if len(settled) == len(messages) else mark.get("updated", 0),
@@ -275,6 +275,14 @@ def _rows_to_scan(connection: Any, session_id: str | None) -> list[Any]:
     for child_id in native_io.db_child_ids(connection, session_id):
         rows.extend(native_io.db_session_rows(connection, child_id))
     return rows
+
+
+def _watermark(value: Any) -> tuple[int, str] | None:
+    """A cursor's `[time_created, message id]`; anything else (an old or damaged cursor) reads all."""
+    if isinstance(value, list | tuple) and len(value) == 2 and isinstance(value[0], int) \
+            and isinstance(value[1], str):
+        return value[0], value[1]
+    return None
 
 
 def _settled_prefix(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -114,7 +114,7 @@ def _add_plugin(target: Path, command: list[str], env: dict[str, str]) -> list[s
     if target.exists() and PLUGIN_MARKER not in target.read_text(encoding="utf-8"):
         raise ValueError(f"{target} exists and is not the mcp-memory plugin; not overwriting it")
     atomic_write(target, source, new_mode=0o600)
-    return [f"{target}: installed capture plugin (sync on session.idle)"]
+    return [f"{target}: installed capture plugin (sync on session.idle, recall in the system prompt)"]
 
 
 def _remove_plugin(target: Path) -> list[str]:

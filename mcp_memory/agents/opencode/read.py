@@ -17,7 +17,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from ...schema import MessageIn
+from ...schema import ContentPart, FunctionCall, MessageIn, Thinking, ToolCall
 from ..base import MappingReport
 from . import NAME
 
@@ -27,6 +27,12 @@ COMPACTION_PROMPT = "What did we do so far?"  # what OpenCode sends the model fo
 METADATA_ONLY_PARTS = ("step-start", "snapshot", "patch", "agent", "retry")
 
 
+def obj(value: Any) -> dict[str, Any]:
+    """A native field that should be an object: itself, or {} when it is anything else (crafted or
+    from another version), so that lookups in it need no further checks."""
+    return value if isinstance(value, dict) else {}
+
+
 def ms_to_datetime(value: Any) -> datetime | None:
     if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
         return None
@@ -34,7 +40,7 @@ def ms_to_datetime(value: Any) -> datetime | None:
 
 
 def convert_message(native: dict[str, Any], report: MappingReport) -> list[MessageIn]:
-    info = native.get("info") if isinstance(native.get("info"), dict) else {}
+    info = obj(native.get("info"))
     parts = [p for p in native.get("parts") or [] if isinstance(p, dict)]
     role = info.get("role")
     if role == "user":
@@ -67,6 +73,8 @@ def _user_message(info: dict[str, Any], parts: list[dict[str, Any]], report: Map
         content.extend(_user_part(part, report))
     metadata = _base_metadata(info)
     metadata["native"] = {"info": info, "parts": parts}
+    if content and all(part.get("scaffold") for part in content):
+        metadata["scaffold"] = content[0]["scaffold"]
     return MessageIn(
         append_id=info.get("id"),
         role="user",
@@ -92,14 +100,29 @@ def _user_part(part: dict[str, Any], report: MappingReport) -> list[dict[str, An
 
 
 def _text_part(part: dict[str, Any], report: MappingReport) -> list[dict[str, Any]]:
-    text = part.get("text") if isinstance(part.get("text"), str) else ""
+    raw = part.get("text")
+    text = raw if isinstance(raw, str) else ""
     if part.get("ignored"):
         report.transform("part type: text (ignored) → metadata.native only")
         return []
     if part.get("synthetic"):
-        report.transform("part type: text (synthetic context) → text part marked synthetic")
-        return [{"type": "text", "text": text, "synthetic": True}]
+        report.transform("part type: text (synthetic context) → text part marked synthetic and scaffold")
+        return [{"type": "text", "text": text, "synthetic": True, "scaffold": synthetic_kind(part, text)}]
+    if text.strip().startswith("<system-reminder>") and text.strip().endswith("</system-reminder>"):
+        return [{"type": "text", "text": text, "scaffold": "reminder"}]
     return [{"type": "text", "text": text}]
+
+
+def synthetic_kind(part: dict[str, Any], text: str) -> str:
+    """What OpenCode injected (README.md §Scaffolding): the "continue" prompt after a compaction is
+    an instruction, a `<system-reminder>` (plan mode) a reminder, the rest (an attached file's read
+    call and content, an MCP resource, an agent mention) is "other"."""
+    metadata = part.get("metadata")
+    if isinstance(metadata, dict) and metadata.get("compaction_continue"):
+        return "instructions"
+    if text.lstrip().startswith("<system-reminder>"):
+        return "reminder"
+    return "other"
 
 
 def _file_part(part: dict[str, Any], report: MappingReport) -> list[dict[str, Any]]:
@@ -127,12 +150,12 @@ def _metadata_only(part: dict[str, Any], report: MappingReport) -> list[dict[str
     return []
 
 
-def _compact_content(content: list[dict[str, Any]]) -> str | list[dict[str, Any]] | None:
+def _compact_content(content: list[dict[str, Any]]) -> str | list[ContentPart] | None:
     if not content:
         return None
     if len(content) == 1 and content[0].get("type") == "text" and set(content[0]) == {"type", "text"}:
-        return content[0]["text"]
-    return content
+        return str(content[0]["text"])
+    return [ContentPart.model_validate(part) for part in content]
 
 
 # --- assistant -------------------------------------------------------------------------------------
@@ -189,7 +212,7 @@ def _add_usage(metadata: dict[str, Any], part: dict[str, Any], report: MappingRe
     report.transform("part type: step-finish → metadata.usage")
 
 
-def _thinking(parts: list[dict[str, Any]], report: MappingReport) -> dict[str, Any] | None:
+def _thinking(parts: list[dict[str, Any]], report: MappingReport) -> Thinking | None:
     if not parts:
         return None
     report.transform("part type: reasoning → thinking", len(parts))
@@ -197,32 +220,28 @@ def _thinking(parts: list[dict[str, Any]], report: MappingReport) -> dict[str, A
     signature = None
     encrypted = None
     for part in parts:
-        provider = part.get("metadata") if isinstance(part.get("metadata"), dict) else {}
-        anthropic = provider.get("anthropic") if isinstance(provider.get("anthropic"), dict) else {}
-        openai = provider.get("openai") if isinstance(provider.get("openai"), dict) else {}
+        provider = obj(part.get("metadata"))
+        anthropic = obj(provider.get("anthropic"))
+        openai = obj(provider.get("openai"))
         signature = signature or anthropic.get("signature")
         encrypted = encrypted or openai.get("reasoningEncryptedContent")
     if not text.strip() and encrypted:
-        return {"content": encrypted, "encrypted": True, "signature": None}
-    return {"content": text, "encrypted": False, "signature": signature}
+        return Thinking(content=encrypted, encrypted=True, signature=None)
+    return Thinking(content=text, encrypted=False, signature=signature)
 
 
-def _tool_call(part: dict[str, Any], report: MappingReport) -> dict[str, Any]:
-    state = part.get("state") if isinstance(part.get("state"), dict) else {}
+def _tool_call(part: dict[str, Any], report: MappingReport) -> ToolCall:
+    state = obj(part.get("state"))
     arguments = state.get("input", {})
     if not isinstance(arguments, dict):
         report.transform("tool input that is not an object → arguments as given")
     report.transform("part type: tool → tool_call + tool message")
     name = str(part.get("tool") or "unknown")
-    return {
-        "id": part["callID"],
-        "type": "function",
-        "function": {"name": name, "arguments": json.dumps(arguments)},
-    }
+    return ToolCall(id=part["callID"], function=FunctionCall(name=name, arguments=json.dumps(arguments)))
 
 
 def _tool_result(part: dict[str, Any], fallback_ms: Any, report: MappingReport) -> MessageIn:
-    state = part.get("state") if isinstance(part.get("state"), dict) else {}
+    state = obj(part.get("state"))
     status = state.get("status")
     metadata: dict[str, Any] = {"agent_source": AGENT, "tool_status": status, "native": {"part": part}}
     if status == "completed":
@@ -237,7 +256,7 @@ def _tool_result(part: dict[str, Any], fallback_ms: Any, report: MappingReport) 
     else:
         content = INTERRUPTED
         report.synthesize(f"tool result for a {status} tool call: '{INTERRUPTED}'")
-    time = state.get("time") if isinstance(state.get("time"), dict) else {}
+    time = obj(state.get("time"))
     return MessageIn(
         append_id=str(part.get("id") or part["callID"]),
         role="tool",
@@ -254,5 +273,5 @@ def is_settled(native: dict[str, Any]) -> bool:
     info = native.get("info") or {}
     if info.get("role") == "user":
         return bool(native.get("parts"))
-    time = info.get("time") if isinstance(info.get("time"), dict) else {}
+    time = obj(info.get("time"))
     return bool(time.get("completed") or info.get("error"))

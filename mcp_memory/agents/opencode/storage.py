@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..base import FormatError
+from .read import obj
 
 NativeSession = dict[str, Any]  # {"info": …, "messages": [{"info": …, "parts": […]}], "todos"?: […]}
 
@@ -86,7 +87,7 @@ def load_storage(storage: Path) -> list[NativeSession]:
 
 
 def _storage_messages(storage: Path, session_id: str) -> list[dict[str, Any]]:
-    messages = []
+    messages: list[dict[str, Any]] = []
     for message_file in (storage / "message" / session_id).glob("*.json"):
         info = _read_json(message_file)
         if not isinstance(info, dict):
@@ -278,8 +279,8 @@ def db_spawning_call(connection: sqlite3.Connection, parent_id: str, child_id: s
 def spawning_call_of(part: dict[str, Any], child_id: str) -> str | None:
     if part.get("type") != "tool":
         return None
-    state = part.get("state") if isinstance(part.get("state"), dict) else {}
-    metadata = state.get("metadata") if isinstance(state.get("metadata"), dict) else {}
+    state = obj(part.get("state"))
+    metadata = obj(state.get("metadata"))
     if metadata.get("sessionId") == child_id or f'<task id="{child_id}"' in str(state.get("output", "")):
         return part.get("callID")
     return None

@@ -132,7 +132,7 @@ def _write_native(writer: _Writer, message: MessageIn, native: dict[str, Any]) -
 def _restore_tool_part(
     writer: _Writer, message: MessageIn, stub: dict[str, Any], info: dict[str, Any]
 ) -> dict[str, Any]:
-    call_id = stub.get("callID")
+    call_id = str(stub.get("callID") or "")
     writer.consumed.add(call_id)
     result = writer.results.get(call_id)
     native = _opencode_native(result) if result else None
@@ -171,7 +171,8 @@ def _user_info(writer: _Writer, message: MessageIn | None, created: int) -> dict
     }
 
 
-def _write_user(writer: _Writer, message: MessageIn) -> None:
+def _write_user(writer: _Writer, message: MessageIn) -> dict[str, Any]:
+    """Append one user message; returns its info (now `writer.last_user`)."""
     created = _tick(writer, message)
     info = _user_info(writer, message, created)
     parts = []
@@ -199,6 +200,7 @@ def _write_user(writer: _Writer, message: MessageIn) -> None:
         writer.report.transform("system message → user message with a synthetic text part")
     writer.last_user = info
     writer.out.append({"info": info, "parts": parts})
+    return info
 
 
 def _user_parts(writer: _Writer, message: MessageIn) -> list[dict[str, Any]]:
@@ -233,14 +235,14 @@ def _content_part(data: dict[str, Any]) -> dict[str, Any] | None:
         return {"type": "file", "mime": mime or "image/png", "url": url} if url else None
     if kind == "file":
         file = data.get("file") or {}
-        url = file.get("file_data") or file.get("url")
-        if not url:
+        source = file.get("file_data") or file.get("url")
+        if not source:
             return None
         return {
             "type": "file",
             "mime": file.get("mime") or "application/octet-stream",
             "filename": file.get("filename") or "file",
-            "url": url,
+            "url": source,
         }
     return None
 
@@ -337,7 +339,7 @@ def _assistant_texts(writer: _Writer, message: MessageIn) -> list[str]:
     texts = []
     for part in message.content or []:
         if part.type == "text":
-            texts.append(part.text)
+            texts.append(str(getattr(part, "text", "")))
         else:
             writer.report.drop(f"assistant content part type: {part.type}")
     return texts
@@ -358,10 +360,10 @@ def _write_orphan_result(writer: _Writer, message: MessageIn) -> None:
     """A tool result whose call is not in the session: an assistant message holding just that tool part."""
     created = _tick(writer, message)
     writer.report.synthesize("assistant message for a tool result without its call")
-    if writer.last_user is None:
-        _write_user(writer, MessageIn(role="user", content="", created_at=message.created_at))
+    parent = writer.last_user or _write_user(writer, MessageIn(role="user", content="",
+                                                               created_at=message.created_at))
     stand_in = MessageIn(role="assistant", created_at=message.created_at)
-    info = _assistant_info(writer, stand_in, created, writer.last_user["id"])
+    info = _assistant_info(writer, stand_in, created, parent["id"])
     part_id = writer.ids.ascending("prt", created)
     tool = _tool_part(writer, None, message, message_id=info["id"], part_id=part_id, start=created)
     info["time"]["completed"] = writer.clock

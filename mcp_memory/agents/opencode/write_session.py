@@ -27,13 +27,17 @@ def title(session: NeutralSession) -> str:
     return f"Imported {session.agent} session"
 
 
+def _times(session: NeutralSession) -> list[int]:
+    return [t for m in session.messages if (t := epoch_ms(m.created_at)) is not None]
+
+
 def first_time(session: NeutralSession) -> int | None:
-    times = [epoch_ms(m.created_at) for m in session.messages if m.created_at]
+    times = _times(session)
     return min(times) if times else None
 
 
 def last_time(session: NeutralSession) -> int | None:
-    times = [epoch_ms(m.created_at) for m in session.messages if m.created_at]
+    times = _times(session)
     return max(times) if times else None
 
 

@@ -81,7 +81,7 @@ def tool_part(
         "sessionID": session_id,
         "messageID": message_id,
         "type": "tool",
-        "callID": call.id if call else result.tool_call_id,
+        "callID": call.id if call else (result.tool_call_id if result else None),
         "tool": native_name,
         "state": state,
     }
@@ -113,7 +113,7 @@ def _result_text(report: MappingReport, result: MessageIn) -> str:
     texts = []
     for part in result.content or []:
         if part.type == "text":
-            texts.append(part.text)
+            texts.append(str(getattr(part, "text", "")))
         else:
             report.drop(f"tool result content part type: {part.type}")
     return "\n".join(texts)
