@@ -21,6 +21,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from .. import jsoncheck
 from ..errors import Invalid, McpMemoryError
 from ..ui.app import create_ui
+from ..ui.owner import OwnerSignIn
 from . import observe
 from .auth import TokenRegistry
 from .body import read_json
@@ -155,7 +156,9 @@ async def _http_error(request: Request, exc: Exception) -> Response:
                         status_code=status)
 
 
-def create_app(registry: TokenRegistry, options: HttpOptions | None = None) -> Starlette:
+def create_app(registry: TokenRegistry, options: HttpOptions | None = None,
+               owners: OwnerSignIn | None = None) -> Starlette:
+    """`owners`: the review pages' one-person mode (`mcp-memory ui` on the embedded default, loopback)."""
     options = options or HttpOptions()
     gate = Gate(registry, RateLimiter(options.rate_limit, options.burst),
                 RateLimiter(options.auth_failures_per_second, options.auth_failure_burst),
@@ -163,7 +166,7 @@ def create_app(registry: TokenRegistry, options: HttpOptions | None = None) -> S
     mcp = McpMount(gate, host=options.host, max_body_bytes=options.max_body_bytes)
     metrics = observe.registry_for(registry)
     routes = [Route("/openapi.json", _openapi, methods=["GET"]), Route("/healthz", _healthz, methods=["GET"]),
-              Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]), Mount("/ui", create_ui(gate))]
+              Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]), Mount("/ui", create_ui(gate, owners))]
     if options.metrics:
         routes.append(Route("/metrics", observe.endpoint(metrics), methods=["GET"]))
     waits = _WaitLimiter(options.max_waits)
