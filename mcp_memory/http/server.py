@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import socket
 from typing import TYPE_CHECKING, Any
 
 from ..config import Settings
@@ -60,6 +61,8 @@ def http_options(settings: Settings, host: str) -> HttpOptions:
     if not isinstance(metrics, bool):
         raise ConfigError(f"config: http.metrics must be true or false, got {metrics!r}")
     values["metrics"] = metrics
+    # the embedded server takes only this machine's processes: the owner's own writes come from here
+    values["machine"] = socket.gethostname() if settings.embedded else None
     proxies = section.get("trusted_proxies", [])
     if not isinstance(proxies, list):
         raise ConfigError(f"config: http.trusted_proxies must be a list of addresses or CIDR networks, got {proxies!r}")

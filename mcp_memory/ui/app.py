@@ -139,8 +139,9 @@ async def owner_link(request: Request, owners: owner.OwnerSignIn) -> Response:
     return response
 
 
-def create_ui(gate: Gate, owners: owner.OwnerSignIn | None = None) -> ASGIApp:
-    """`owners`: one-person mode (mcp-memory ui on the embedded default, loopback only), else None."""
+def create_ui(gate: Gate, owners: owner.OwnerSignIn | None = None, *, machine: str | None = None) -> ASGIApp:
+    """`owners`: one-person mode (mcp-memory ui on the embedded default, loopback only), else None.
+    `machine`: this machine's name when the database is the embedded default (the host of the owner's writes)."""
     def query(request: Request) -> dict[str, str]:
         return dict(request.query_params)
 
@@ -154,7 +155,8 @@ def create_ui(gate: Gate, owners: owner.OwnerSignIn | None = None) -> ASGIApp:
         return await sign_out(request, owners)
 
     routes = [
-        Route("/", page(gate, "sessions.html", lambda s, r: pages.sessions_page(s, query(r)), "sessions", owners)),
+        Route("/", page(gate, "sessions.html", lambda s, r: pages.sessions_page(s, query(r), machine), "sessions",
+                        owners)),
         Route("/sessions/{session_id}", page(gate, "session.html",
                                              lambda s, r: pages.session_page(s, sid(r), query(r)), "sessions",
                                              owners)),
