@@ -10,9 +10,12 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import anyio
 import psycopg
 import pytest
 from http_support import Uvicorn
+from mcp import Client
+from mcp.types import Implementation
 from test_ui_owner import get, session_cookie
 
 from mcp_memory.agents.base import NeutralSession
@@ -21,6 +24,7 @@ from mcp_memory.core.imports import record_export, store_sessions
 from mcp_memory.core.service import Service
 from mcp_memory.http.app import HttpOptions, create_app
 from mcp_memory.http.auth import TokenRegistry
+from mcp_memory.mcp.server import build_server
 from mcp_memory.schema import MessageIn
 from mcp_memory.ui import owner
 from mcp_memory.ui.owner import OwnerSignIn
@@ -163,3 +167,29 @@ def test_scaffolding_is_hidden_until_asked_and_memory_tools_are_labelled(pages: 
     assert "<pre><permissions>sandbox: read-only</permissions></pre>" in shown  # as text (unescaped here)
     assert "agent scaffolding: reminder" in shown and "todo list empty" in shown and 'id="seq-1"' in shown
     assert "hide agent scaffolding" in shown
+
+
+async def _over_mcp(service: Service, client_name: str, meta: dict, mode: str) -> str:
+    """A model's create_session and record_decision, sent by an MCP client that names itself."""
+    async with Client(build_server(lambda: service), mode=mode,
+                      client_info=Implementation(name=client_name, version="1")) as client:
+        created = (await client.call_tool("create_session", {"project_id": "mcp", "meta": meta})).structured_content
+        sid = created["session_id"]
+        await client.call_tool("record_decision", {"session_id": sid, "decision_type": "database",
+                                                   "summary": f"ledger in PostgreSQL for {client_name}"})
+    return sid
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_decisions_of_a_session_an_agent_started_over_mcp_name_that_agent(pages: Pages, service: Service,
+                                                                          mode: str) -> None:
+    """The model left agent_source out (as the interop script does): the client's name fills it."""
+    codex = anyio.run(_over_mcp, service, "codex-mcp-client", {"title": "ledger talk"}, mode)
+    unknown = anyio.run(_over_mcp, service, "some-tool", {"title": "other talk"}, mode)
+    chosen = anyio.run(_over_mcp, service, "claude-code", {"agent_source": "hermes"}, mode)
+    assert service.get_session(codex).agent_source == "codex"
+    assert service.get_session(unknown).agent_source is None
+    assert service.get_session(chosen).agent_source == "hermes"  # what the caller said wins
+    board = pages.text("/ui/decisions?project=mcp")
+    card = board.split("ledger in PostgreSQL for codex-mcp-client")[1].split("</article>")[0]
+    assert '<span class="agent-tag">codex</span>' in card
