@@ -6,7 +6,10 @@ drain, and agent scaffolding and memory-tool echoes kept out of the way."""
 from __future__ import annotations
 
 import html
+import json
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -142,6 +145,23 @@ def test_health_says_why_the_queue_does_not_drain(pages: Pages, service: Service
         assert "does not drain" not in pages.text("/ui/health")
     gone = pages.text("/ui/health")
     assert "The last archiver (ui-test-worker" in gone and "is gone" in gone and "archive --daemon" in gone
+
+
+def test_doctor_says_why_the_queue_does_not_drain(service: Service, settings: Settings,
+                                                 profile: dict[str, str]) -> None:
+    def queue_check() -> dict:
+        done = subprocess.run([sys.executable, "-m", "mcp_memory", "--dsn", settings.dsn or "", "doctor", "--json"],
+                              env=profile, capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stdout + done.stderr  # a warning, not a failure
+        return next(c for c in json.loads(done.stdout)["checks"] if c["name"] == "archive queue")
+
+    assert queue_check() == {"name": "archive queue", "ok": True, "detail": "empty", "warning": False}
+    sid = service.create_session("arch", {"title": "Queued"}).session_id
+    service.append_messages(sid, [{"role": "user", "content": "snapshot me"}])
+    service.create_snapshot(sid, "first")
+    check = queue_check()
+    assert check["warning"] and "1 export job waits" in check["detail"]
+    assert "No archiver has been seen" in check["detail"] and "mcp-memory archive --daemon" in check["detail"]
 
 
 def test_scaffolding_is_hidden_until_asked_and_memory_tools_are_labelled(pages: Pages, service: Service) -> None:
