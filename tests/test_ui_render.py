@@ -131,3 +131,19 @@ def test_memory_tool_calls_and_their_results_are_labelled() -> None:
     ], show_scaffolding=False)
     assert [c.memory for c in views[0].tool_calls] == [True, False]
     assert [v.memory_result for v in views[1:]] == [True, False]
+
+
+def test_queue_advice_names_the_gone_archiver_printably() -> None:
+    from datetime import UTC, datetime
+
+    from mcp_memory.ui.advice import queue_advice
+
+    seen = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
+    gone = {"worker": "box\x1b[31m:42", "role_name": "archiver", "last_seen": seen, "alive": False, "leader": True}
+    assert queue_advice({"done": 3}, [], None) is None  # nothing waits
+    assert queue_advice({"pending": 2}, [{**gone, "alive": True}], seen) is None  # a live leader drains it
+    text = queue_advice({"pending": 2, "running": 0}, [gone], seen) or ""
+    assert text.startswith("2 export jobs wait (the oldest since 2026-12-01T08:00:00Z)")
+    assert "box?[31m:42" in text and "\x1b" not in text and "2026-12-01T08:00:00Z and is gone" in text
+    standby = queue_advice({"pending": 1}, [{**gone, "alive": True, "leader": False}], None) or ""
+    assert "none holds the lease" in standby and "mcp-memory archive status" in standby

@@ -63,6 +63,7 @@ def _sign_in_redirect(request: Request) -> Response:
     target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
     response = RedirectResponse(f"/ui/sign-in?next={auth.safe_next(target)}", status_code=303)
     auth.clear_cookie(response)
+    owner.clear_cookie(response)  # a one-person cookie from before a restart no longer signs in
     return response
 
 
