@@ -213,3 +213,19 @@ def test_decisions_of_a_session_an_agent_started_over_mcp_name_that_agent(pages:
     board = pages.text("/ui/decisions?project=mcp")
     card = board.split("ledger in PostgreSQL for codex-mcp-client")[1].split("</article>")[0]
     assert '<span class="agent-tag">codex</span>' in card
+
+
+def test_a_memory_result_at_the_top_of_a_page_is_labelled(pages: Pages, service: Service) -> None:
+    """The call is the last turn of page 1, its result the first of page 2."""
+    sid = service.create_session("scaf", {"title": "Long with recall"}).session_id
+    service.append_messages(sid, [{"role": "user", "content": f"turn {i}"} for i in range(1, 100)])
+    service.append_messages(sid, [
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "call_edge", "type": "function", "function": {
+            "name": "mcp-memory_search_messages", "arguments": "{\"query\": \"ledger\"}"}}]},
+        {"role": "tool", "tool_call_id": "call_edge", "content": "no match"},
+        {"role": "tool", "tool_call_id": "call_other", "content": "a result of another tool"},
+    ])
+    second = pages.text(f"/ui/sessions/{sid}?after_seq=100")
+    assert 'id="seq-101"' in second and 'id="seq-100"' not in second
+    assert re.search(r'<li id="seq-101" class="msg role-tool memory-tool">', second)
+    assert re.search(r'<li id="seq-102" class="msg role-tool">', second)

@@ -14,6 +14,7 @@ from ..store import migrate, ui_store
 from . import advice, lineage, render, titles
 
 PAGE = 100  # messages per session page
+LOOK_BACK = 20  # turns read before a page to name the calls its first tool results answer
 STATUSES = ("proposed", "accepted", "rejected", "superseded")
 MODES = ("fts", "semantic", "hybrid")
 
@@ -97,13 +98,30 @@ def session_page(service: Service, session_id: str, query: dict[str, str]) -> di
         if d.message_seq is not None:
             by_seq.setdefault(d.message_seq, []).append(d)
     scaffolding = query.get("scaffold") == "1"
-    full = [m for m in page.messages if isinstance(m, Message)]  # view="full": neutral messages
+    full = _neutral(page.messages)
     named = titles.titles(service.db, [session_id, session.parent_session_id or ""])
+    earlier = _earlier_memory_calls(service, session_id, after, full)
     return {"session": session, "title": named.get(session_id), "titles": named,
-            "messages": render.timeline(full, show_scaffolding=scaffolding), "markers": markers,
+            "messages": render.timeline(full, show_scaffolding=scaffolding, earlier_calls=earlier),
+            "markers": markers,
             "decisions": by_seq, "after": after, "older": max(after - PAGE, 0) if after > 0 else None,
             "newer": page.next_after_seq if page.has_more else None, "last_page": page_start(session.last_seq),
             "page_size": PAGE, "scaffolding": scaffolding, "keep": "&scaffold=1" if scaffolding else ""}
+
+
+def _neutral(messages: list[Any]) -> list[Message]:
+    return [m for m in messages if isinstance(m, Message)]  # view="full": neutral messages
+
+
+def _earlier_memory_calls(service: Service, session_id: str, after: int, page: list[Message]) -> set[str]:
+    """Memory-tool call ids among the turns just before this page, when a tool result at its top
+    answers a call made there (a page may start between a call and its result)."""
+    called = {c.id for m in page for c in (m.tool_calls or [])}
+    if after == 0 or not any(m.role == "tool" and m.tool_call_id not in called for m in page):
+        return set()
+    start = max(after - LOOK_BACK, 0)
+    before = service.read_session(session_id, after_seq=start, limit=after - start, view="full").messages
+    return {c.id for m in _neutral(before) for c in (m.tool_calls or []) if render.is_memory_tool(c.function.name)}
 
 
 def lineage_page(service: Service, session_id: str) -> dict[str, Any]:

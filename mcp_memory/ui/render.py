@@ -164,11 +164,12 @@ def message_view(message: Message) -> MessageView:
     return view
 
 
-def timeline(messages: list[Message], *, show_scaffolding: bool) -> list[MessageView]:
-    """The views of a page of messages: results of memory-tool calls (made on this page) labelled,
-    scaffolding left out unless `show_scaffolding`."""
+def timeline(messages: list[Message], *, show_scaffolding: bool,
+             earlier_calls: set[str] | None = None) -> list[MessageView]:
+    """The views of a page of messages: results of memory-tool calls (made on this page, or in
+    `earlier_calls` before it) labelled, scaffolding left out unless `show_scaffolding`."""
     views = [message_view(m) for m in messages]
-    calls = {c.call_id for v in views for c in v.tool_calls if c.memory}
+    calls = {c.call_id for v in views for c in v.tool_calls if c.memory} | (earlier_calls or set())
     for view in views:
         view.memory_result = view.role == "tool" and view.tool_call_id in calls
     if show_scaffolding:
