@@ -15,6 +15,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from http_support import Uvicorn
+from test_security_support import token_service
 from test_ui_support import Browser, distinct_colours, needs_chromium
 
 from mcp_memory.agents import adapter_for
@@ -352,3 +353,19 @@ def test_a_long_session_is_paged_and_deep_links_land_on_their_page(ui, service: 
     assert 'id="seq-150"' in page and 'id="seq-101"' in page and 'id="seq-201"' not in page
     assert fetch(f"{server.url}/ui/sessions/{sid}?after_seq=-1", cookie=token).status == 400
     assert fetch(f"{server.url}/ui/decisions?status=maybe", cookie=token).status == 400
+
+
+def test_a_token_writer_shows_as_its_token_not_a_claimed_host(ui, settings: Settings, make_token) -> None:
+    """A host writing with a token is named by that token (one per host); a meta.host it claims is
+    not believed. The database owner's own writes are named by their recorded machine (test_ui_pages)."""
+    server, token, _ = ui
+    writer = make_token("laptop", ["shop"])
+    host = token_service(settings, writer)
+    try:
+        sid = host.create_session("shop", {"title": "From the laptop", "host": "forged-name"}).session_id
+    finally:
+        host.db.close()
+    listing = fetch(f"{server.url}/ui/?project=shop", cookie=token).text
+    row = listing.split(f'/ui/sessions/{sid}"')[1].split("</tr>")[0]
+    assert f"<td>{writer.role}</td>" in row and "forged-name" not in listing
+    assert sid in fetch(f"{server.url}/ui/?host={writer.role}", cookie=token).text

@@ -7,11 +7,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psycopg
+
 from ..config import Settings
 from ..errors import McpMemoryError
 from ..store import health, migrate
+from ..store.archive_store import ArchiveStore
 from ..store.db import Database
 from ..store.search_store import SearchStore
+from ..store.sql import scalar
+from ..ui.advice import queue_advice
 from .output import print_json
 
 
@@ -34,12 +39,13 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
             db.ensure_schema()  # the embedded default is always migrated on first use
         with db.connect(autocommit=True) as conn:
             database["dsn"] = db.masked_dsn()
-            database["server_version"] = conn.execute("SHOW server_version").fetchone()[0]
+            database["server_version"] = scalar(conn, "SHOW server_version", what="SHOW server_version")
             checks.append(Check("database", True, f"connected to PostgreSQL {database['server_version']}"))
             checks.append(_schema_check(conn, database))
             checks.append(_search_index_check(conn, database))
             checks.append(_pgvector_check(conn, database))
             checks.append(_connections_check(conn))
+            checks.append(_queue_check(conn))
     except McpMemoryError as exc:
         hint = ("the embedded server could not start; see its log under " + str(settings.embedded_dir)
                 if settings.embedded else "check the DSN, the network and the password (keyring or MCP_MEMORY_PASSWORD)")
@@ -124,6 +130,24 @@ def _search_index_check(conn, database: dict[str, Any]) -> Check:
         return Check("search index", True, "up to date")
     return Check("search index", True, f"{messages} message(s) of {sessions} session(s) not indexed yet; the next "
                                        "search of their project indexes them, or run `mcp-memory reindex`")
+
+
+def _queue_check(conn) -> Check:
+    """Export jobs that wait while no archiver runs never drain: say so, and what to run (a warning:
+    a machine without an archive is allowed)."""
+    store = ArchiveStore(conn)
+    try:
+        counts = store.status_counts()
+        oldest = store.oldest_pending()
+        archivers = store.archivers()
+    except psycopg.errors.InsufficientPrivilege:  # a gateway login reads no table
+        return Check("archive queue", True, "not readable by this login (`mcp-memory archive status` as the owner "
+                                            "or a token shows it)")
+    advice = queue_advice(counts, archivers, oldest["created_at"] if oldest else None)
+    waiting = counts.get("pending", 0) + counts.get("running", 0)
+    if advice is None:
+        return Check("archive queue", True, f"{waiting} export job(s) waiting" if waiting else "empty")
+    return Check("archive queue", True, advice, warning=True)
 
 
 def _connections_check(conn) -> Check:

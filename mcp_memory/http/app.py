@@ -21,6 +21,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from .. import jsoncheck
 from ..errors import Invalid, McpMemoryError
 from ..ui.app import create_ui
+from ..ui.owner import OwnerSignIn
 from . import observe
 from .auth import TokenRegistry
 from .body import read_json
@@ -46,6 +47,7 @@ class HttpOptions:
     trusted_proxies: tuple[Network, ...] = ()  # X-Forwarded-For is believed only from these
     max_waits: int = 256  # long-poll reads (wait_seconds) waiting at once, on threads of their own
     metrics: bool = True  # GET /metrics (Prometheus text format, no token: numbers only)
+    machine: str | None = None  # this machine's name when the database is the embedded default (/ui hosts)
 
 
 MAX_ID_DIGITS = 18  # an integer path parameter fits PostgreSQL's bigint
@@ -155,7 +157,9 @@ async def _http_error(request: Request, exc: Exception) -> Response:
                         status_code=status)
 
 
-def create_app(registry: TokenRegistry, options: HttpOptions | None = None) -> Starlette:
+def create_app(registry: TokenRegistry, options: HttpOptions | None = None,
+               owners: OwnerSignIn | None = None) -> Starlette:
+    """`owners`: the review pages' one-person mode (`mcp-memory ui` on the embedded default, loopback)."""
     options = options or HttpOptions()
     gate = Gate(registry, RateLimiter(options.rate_limit, options.burst),
                 RateLimiter(options.auth_failures_per_second, options.auth_failure_burst),
@@ -163,7 +167,7 @@ def create_app(registry: TokenRegistry, options: HttpOptions | None = None) -> S
     mcp = McpMount(gate, host=options.host, max_body_bytes=options.max_body_bytes)
     metrics = observe.registry_for(registry)
     routes = [Route("/openapi.json", _openapi, methods=["GET"]), Route("/healthz", _healthz, methods=["GET"]),
-              Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]), Mount("/ui", create_ui(gate))]
+              Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]), Mount("/ui", create_ui(gate, owners, machine=options.machine))]
     if options.metrics:
         routes.append(Route("/metrics", observe.endpoint(metrics), methods=["GET"]))
     waits = _WaitLimiter(options.max_waits)

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-from typing import Any
+import socket
+from typing import TYPE_CHECKING, Any
 
 from ..config import Settings
 from ..errors import ConfigError, Invalid
@@ -27,6 +28,9 @@ from ..wiring import build
 from .app import HttpOptions, create_app
 from .auth import TokenRegistry
 from .proxies import parse_networks
+
+if TYPE_CHECKING:
+    from ..ui.owner import OwnerSignIn
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +61,8 @@ def http_options(settings: Settings, host: str) -> HttpOptions:
     if not isinstance(metrics, bool):
         raise ConfigError(f"config: http.metrics must be true or false, got {metrics!r}")
     values["metrics"] = metrics
+    # the embedded server takes only this machine's processes: the owner's own writes come from here
+    values["machine"] = socket.gethostname() if settings.embedded else None
     proxies = section.get("trusted_proxies", [])
     if not isinstance(proxies, list):
         raise ConfigError(f"config: http.trusted_proxies must be a list of addresses or CIDR networks, got {proxies!r}")
@@ -77,9 +83,13 @@ def login_is_owner(db: Database) -> bool:
         return SecurityStore(conn).login_is_owner()
 
 
-def prepare(settings: Settings, host: str, *, as_owner: bool = True) -> tuple[Any, TokenRegistry]:
+def prepare(settings: Settings, host: str, *, as_owner: bool = True,
+            owners: OwnerSignIn | None = None) -> tuple[Any, TokenRegistry]:
     """The app and its registry; refuses a non-loopback bind while no token exists, and the owner's
-    login unless `as_owner` (the CLI asks for --as-owner; a gateway login is the rule)."""
+    login unless `as_owner` (the CLI asks for --as-owner; a gateway login is the rule). `owners`: the
+    review pages' one-person mode, refused unless bound to loopback."""
+    if owners is not None and not is_loopback(host):
+        raise Invalid(f"one-person sign-in is for loopback only, not {host}: sign in with a token")
     db = Database(settings, application_name="mcp-memory serve-http")
     try:
         db.ensure_schema()
@@ -96,13 +106,14 @@ def prepare(settings: Settings, host: str, *, as_owner: bool = True) -> tuple[An
     options = http_options(settings, host)
     registry = TokenRegistry(settings, base_dsn, lambda s: build(s, application_name="mcp-memory http", local=False),
                              recheck_seconds=options.recheck_seconds, pool_max=max(1, options.pool_max))
-    return create_app(registry, options), registry
+    return create_app(registry, options, owners), registry
 
 
-def serve(settings: Settings, *, host: str, port: int, as_owner: bool = False) -> None:
+def serve(settings: Settings, *, host: str, port: int, as_owner: bool = False,
+          owners: OwnerSignIn | None = None) -> None:
     import uvicorn
 
-    app, registry = prepare(settings, host, as_owner=as_owner)
+    app, registry = prepare(settings, host, as_owner=as_owner, owners=owners)
     log.warning("mcp-memory REST on http://%s:%d (OpenAPI at /openapi.json, MCP at /mcp)", host, port)
     try:
         # proxy_headers off: uvicorn would otherwise believe X-Forwarded-For from loopback; the app

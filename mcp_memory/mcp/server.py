@@ -24,6 +24,7 @@ from .. import __version__, jsoncheck
 from ..errors import McpMemoryError, internal
 from ..operations import OPERATIONS, Operation, call
 from ..schema import describe_validation_error
+from .clients import with_client_agent
 
 # tool arguments whose strings may hold U+0000: message payloads, where the core replaces it
 NUL_CLEANED = frozenset({"message", "messages"})
@@ -58,6 +59,8 @@ class MemoryServer(MCPServer):
         problem = jsoncheck.bad_text(arguments, [], nul_ok=NUL_CLEANED) if isinstance(arguments, dict) else None
         if problem:
             raise ToolError(f"[invalid] {problem}")
+        if isinstance(arguments, dict):  # a session started by a known agent is labelled with it (clients.py)
+            arguments = with_client_agent(name, arguments, context)
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:

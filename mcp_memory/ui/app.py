@@ -23,7 +23,7 @@ from ..core.service import Service
 from ..errors import McpMemoryError
 from ..http.errors import status_of
 from ..security.tokens import Unauthorized
-from . import auth, pages
+from . import auth, owner, pages
 
 if TYPE_CHECKING:
     from ..http.gate import Gate
@@ -63,19 +63,30 @@ def _sign_in_redirect(request: Request) -> Response:
     target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
     response = RedirectResponse(f"/ui/sign-in?next={auth.safe_next(target)}", status_code=303)
     auth.clear_cookie(response)
+    owner.clear_cookie(response)  # a one-person cookie from before a restart no longer signs in
     return response
 
 
 PageData = Callable[[Service, Request], dict[str, Any]]
 
 
-def page(gate: Gate, template: str, data: PageData, nav: str) -> Callable[[Request], Any]:
+async def _service(gate: Gate, owners: owner.OwnerSignIn | None, request: Request) -> Service | None:
+    """The signed-in browser's service: a token's (cookie), else the server's own (one-person mode)."""
+    token = auth.token_of(request)
+    if token is not None:
+        return await run_in_threadpool(auth.service_for, gate, token, gate.client_of(request))
+    if owners is not None and owners.signed_in(request):
+        return gate.registry.shared
+    return None
+
+
+def page(gate: Gate, template: str, data: PageData, nav: str,
+         owners: owner.OwnerSignIn | None = None) -> Callable[[Request], Any]:
     async def handle(request: Request) -> Response:
-        token = auth.token_of(request)
-        if token is None:
-            return _sign_in_redirect(request)
         try:
-            service = await run_in_threadpool(auth.service_for, gate, token, gate.client_of(request))
+            service = await _service(gate, owners, request)
+            if service is None:
+                return _sign_in_redirect(request)
             context = await run_in_threadpool(data, service, request)
         except Unauthorized:
             return _sign_in_redirect(request)
@@ -86,33 +97,52 @@ def page(gate: Gate, template: str, data: PageData, nav: str) -> Callable[[Reque
     return handle
 
 
-async def sign_in(request: Request, gate: Gate) -> Response:
+async def sign_in(request: Request, gate: Gate, one_person: bool = False) -> Response:
     next_url = auth.safe_next(request.query_params.get("next"))
     if request.method == "GET":
-        return html("sign_in.html", next=next_url, error=None, nav="sign-in")
+        return html("sign_in.html", next=next_url, error=None, nav="sign-in", one_person=one_person)
     if not auth.same_origin(request):
         return html("sign_in.html", 403, next=next_url, error="this form must be sent from this page (Origin)",
-                    nav="sign-in")
+                    nav="sign-in", one_person=one_person)
     try:
         fields = await auth.form(request)
         token = fields.get("token", "").strip()
         await run_in_threadpool(auth.service_for, gate, token, gate.client_of(request))
     except McpMemoryError as exc:
-        return html("sign_in.html", status_of(exc), next=next_url, error=str(exc), nav="sign-in")
+        return html("sign_in.html", status_of(exc), next=next_url, error=str(exc), nav="sign-in",
+                    one_person=one_person)
     response = RedirectResponse(auth.safe_next(fields.get("next")), status_code=303)
     auth.set_cookie(response, request, token)
     return response
 
 
-async def sign_out(request: Request) -> Response:
+async def sign_out(request: Request, owners: owner.OwnerSignIn | None = None) -> Response:
     if not auth.same_origin(request):
         return html("error.html", 403, error="sign-out must be sent from this page (Origin)", nav="")
     response = RedirectResponse("/ui/sign-in", status_code=303)
     auth.clear_cookie(response)
+    if owners is not None:
+        owners.sign_out(request)
+        owner.clear_cookie(response)
     return response
 
 
-def create_ui(gate: Gate) -> ASGIApp:
+async def owner_link(request: Request, owners: owner.OwnerSignIn) -> Response:
+    """The one-time link of one-person mode: exchanged, once, for a session cookie."""
+    session = owners.redeem(request.query_params.get("code", ""))
+    if session is None:
+        return html("error.html", 403, nav="sign-in", error=(
+            "this sign-in link was already used or has expired (a link works once, for "
+            f"{owner.LINK_SECONDS / 60:.0f} minutes): stop `mcp-memory ui` and run it again for a new one, "
+            "or sign in with a token"))
+    response = RedirectResponse("/ui/", status_code=303)
+    owner.set_cookie(response, request, session)
+    return response
+
+
+def create_ui(gate: Gate, owners: owner.OwnerSignIn | None = None, *, machine: str | None = None) -> ASGIApp:
+    """`owners`: one-person mode (mcp-memory ui on the embedded default, loopback only), else None.
+    `machine`: this machine's name when the database is the embedded default (the host of the owner's writes)."""
     def query(request: Request) -> dict[str, str]:
         return dict(request.query_params)
 
@@ -120,18 +150,31 @@ def create_ui(gate: Gate) -> ASGIApp:
         return str(request.path_params["session_id"])
 
     async def signing_in(request: Request) -> Response:
-        return await sign_in(request, gate)
+        return await sign_in(request, gate, owners is not None)
+
+    async def signing_out(request: Request) -> Response:
+        return await sign_out(request, owners)
 
     routes = [
-        Route("/", page(gate, "sessions.html", lambda s, r: pages.sessions_page(s, query(r)), "sessions")),
+        Route("/", page(gate, "sessions.html", lambda s, r: pages.sessions_page(s, query(r), machine), "sessions",
+                        owners)),
         Route("/sessions/{session_id}", page(gate, "session.html",
-                                             lambda s, r: pages.session_page(s, sid(r), query(r)), "sessions")),
+                                             lambda s, r: pages.session_page(s, sid(r), query(r)), "sessions",
+                                             owners)),
         Route("/sessions/{session_id}/lineage", page(gate, "lineage.html",
-                                                     lambda s, r: pages.lineage_page(s, sid(r)), "sessions")),
-        Route("/decisions", page(gate, "decisions.html", lambda s, r: pages.decisions_page(s, query(r)), "decisions")),
-        Route("/health", page(gate, "health.html", lambda s, r: pages.health_page(s), "health")),
+                                                     lambda s, r: pages.lineage_page(s, sid(r)), "sessions", owners)),
+        Route("/decisions", page(gate, "decisions.html", lambda s, r: pages.decisions_page(s, query(r)), "decisions",
+                                 owners)),
+        Route("/health", page(gate, "health.html", lambda s, r: pages.health_page(s), "health", owners)),
         Route("/sign-in", signing_in, methods=["GET", "POST"]),
-        Route("/sign-out", sign_out, methods=["POST"]),
+        Route("/sign-out", signing_out, methods=["POST"]),
         Mount("/static", StaticFiles(directory=STATIC)),
     ]
+    if owners is not None:
+        signed_owner = owners
+
+        async def exchanging(request: Request) -> Response:
+            return await owner_link(request, signed_owner)
+
+        routes.append(Route(owner.ROUTE, exchanging, methods=["GET"]))
     return SecurityHeaders(Starlette(routes=routes))

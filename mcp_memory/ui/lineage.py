@@ -28,14 +28,16 @@ class Node:
     current: bool
 
 
-def nodes(rows: list[dict[str, Any]], current: str) -> list[Node]:
+def nodes(rows: list[dict[str, Any]], current: str, titles: dict[str, str] | None = None) -> list[Node]:
+    """`titles`: the title shown for each session (ui/titles.py: every hop distinct)."""
+    titles = titles or {}
     seen = {r["session_id"] for r in rows}
     found = []
     for i, r in enumerate(rows):
         parent = r["parent_session_id"] if r["parent_session_id"] in seen else None
         hop = "root" if parent is None else ("relay" if r["relayed_from"] else "fork")
         found.append(Node(session_id=r["session_id"], parent_session_id=parent, agent=r["agent_source"] or "unknown",
-                          title=(r["title"] or r["session_id"])[:34], depth=r["depth"], row=i, hop=hop,
+                          title=titles.get(r["session_id"]) or r["title"] or r["session_id"], depth=r["depth"], row=i, hop=hop,
                           fork_seq=r["fork_seq"], last_seq=r["last_seq"], current=r["session_id"] == current))
     return found
 
@@ -55,7 +57,17 @@ def _box(node: Node) -> str:
     return (f'<a href="{href}"><g class="{css} agent-{escape(node.agent)}">'
             f'<rect x="{x}" y="{y}" width="{BOX_W}" height="{BOX_H}" rx="6"/>'
             f'<text class="agent" x="{x + 8}" y="{y + 18}">{escape(node.agent)} · {node.last_seq} msgs</text>'
-            f'<text class="title" x="{x + 8}" y="{y + 36}">{escape(node.title)}</text></g></a>')
+            f'<text class="title" x="{x + 8}" y="{y + 36}">{escape(_short(node.title))}</text></g></a>')
+
+
+def _short(title: str, width: int = 34) -> str:
+    """A title cut to fit the box, keeping its end: the hop ("— codex (hop 2)") tells hops apart."""
+    if len(title) <= width:
+        return title
+    head, sep, hop = title.rpartition(" — ")
+    if sep and len(hop) < width - 6:
+        return f"{head[:width - len(hop) - 4]}… — {hop}"
+    return title[:width - 1] + "…"
 
 
 def svg(graph: list[Node]) -> Markup:
