@@ -192,7 +192,7 @@ def uri_dsn(dsn: str) -> str:
         return dsn
     if dsn.startswith("postgres://"):
         return "postgresql://" + dsn[len("postgres://"):]
-    params = {k: v for k, v in conninfo_to_dict(dsn).items() if v is not None}
+    params = {k: str(v) for k, v in conninfo_to_dict(dsn).items() if v is not None}
     user = quote(params.pop("user", ""), safe="")
     password = params.pop("password", "")
     if password:
