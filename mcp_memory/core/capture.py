@@ -13,8 +13,8 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from .. import agents
 from ..config import Settings
 from ..errors import Invalid, Unavailable
+from ..host_report import report_spool
 from ..results import Imported
 from ..spool import Spool
 from .imports import store_sessions
@@ -52,7 +53,7 @@ def capture(
     spool = Spool(settings.data_dir / "spool")
     result = Captured()
     try:
-        with open_service() as svc:
+        with open_service() as svc, reporting(svc, spool):
             for pending in spool.pending():
                 result.sessions.extend(store_sessions(svc, pending.sessions, project_id=pending.project))
                 pending.delivered()
@@ -63,6 +64,21 @@ def capture(
     save_cursor(settings, target.key, cursor)
     result.spooled = spool.count()
     return result
+
+
+@contextmanager
+def reporting(svc: Service, spool: Spool) -> Iterator[None]:
+    """Report what the spool still holds to the database once the run is over (for /metrics), also
+    when delivering failed on something else than the database being away (a spool file that
+    cannot be read stays, and the report says so); never when the database is unreachable."""
+    try:
+        yield
+    except Unavailable:
+        raise
+    except BaseException:
+        report_spool(svc.db, spool.folder)
+        raise
+    report_spool(svc.db, spool.folder)
 
 
 def cursor_file(settings: Settings, key: str) -> Path:
