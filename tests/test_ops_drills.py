@@ -59,3 +59,45 @@ def test_pitr_drill_refuses_missing_binaries(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "ops" / "pitr_drill.py"), "--pg-bin", str(tmp_path)],
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2 and "initdb is missing" in done.stderr
+
+
+def _unit() -> dict[str, list[str]]:
+    """The [Service] settings of install/mcp-memory-archive.service (repeated keys kept in order)."""
+    settings: dict[str, list[str]] = {}
+    section = ""
+    for line in (ROOT / "install" / "mcp-memory-archive.service").read_text().splitlines():
+        if line.startswith("["):
+            section = line
+        elif section == "[Service]" and "=" in line and not line.startswith("#"):
+            key, _, value = line.partition("=")
+            settings.setdefault(key, []).append(value)
+    return settings
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_archiver_install_sets_up_what_the_service_unit_expects(tmp_path: Path) -> None:
+    unit = _unit()
+    user, exe = unit["User"][0], unit["ExecStart"][0].split()[0]
+    env = dict(value.split("=", 1) for value in unit["Environment"])
+    token_file = unit["EnvironmentFile"][0]
+    assert not token_file.startswith("-")  # no token, no start: said at once, not a login failure later
+    assert "MCP_MEMORY_DSN" not in env and "MCP_MEMORY_PASSWORD" not in env  # nothing secret in the unit
+    fake_bin = tmp_path / "bin"
+    fake_bin.mkdir()
+    (fake_bin / "systemctl").write_text("#!/bin/sh\nexit 0\n")
+    (fake_bin / "systemctl").chmod(0o755)
+    done = subprocess.run(["bash", str(ROOT / "install" / "install.sh"), "--dsn", "postgresql://archiver@db.example/mem",
+                           "--archiver", "--archive-remote", "git@git.example:team/archive.git", "--no-agents",
+                           "--dry-run"], capture_output=True, text=True, timeout=60, check=False,
+                          env={"PATH": f"{fake_bin}:/usr/bin:/bin", "HOME": str(tmp_path),
+                               "XDG_DATA_HOME": str(tmp_path / "data")})
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    exists = subprocess.run(["id", user], capture_output=True, check=False).returncode == 0
+    assert exists or f"useradd --system --home-dir {unit['WorkingDirectory'][0]}" in out
+    assert re.search(rf"ln -sf \S+ {re.escape(exe)}$", out, re.M)  # the program where ExecStart runs it
+    assert f"write {env['MCP_MEMORY_CONFIG']} (mode 0640, owner root:{user})" in out
+    assert f"write {token_file} (mode 0640, owner root:{user})" in out
+    assert env["MCP_MEMORY_HOME"] in unit["ReadWritePaths"][0].split()
+    assert "/etc/systemd/system/mcp-memory-archive.service" in out and "<token>" not in out
+    assert not (tmp_path / "data").exists()  # a dry run installs nothing
