@@ -71,14 +71,16 @@ do_login() {
         return
     fi
     local args=(login --dsn "$DSN")
-    [ "$PGBOUNCER" = 1 ] && args+=(--pgbouncer)
     if [ "$ARCHIVER" = 1 ]; then  # the token is needed twice: for this user's login and the service's
         read_token
-        echo "+ $MCP ${args[*]} --token-stdin (the token from above)"
-        [ "$DRY_RUN" = 1 ] || printf '%s\n' "$TOKEN" | "$MCP" "${args[@]}" --token-stdin
+        args+=(--token-stdin)
+        [ "$PGBOUNCER" = 1 ] && args+=(--pgbouncer)
+        echo "+ $MCP ${args[*]} (the token from above)"
+        [ "$DRY_RUN" = 1 ] || printf '%s\n' "$TOKEN" | "$MCP" "${args[@]}"
         return
     fi
     [ "$TOKEN_STDIN" = 1 ] && args+=(--token-stdin)
+    [ "$PGBOUNCER" = 1 ] && args+=(--pgbouncer)
     run "$MCP" "${args[@]}"
 }
 
