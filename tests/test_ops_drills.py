@@ -12,10 +12,16 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
+import psycopg
 import pytest
 
+from mcp_memory.errors import Forbidden, Unavailable
+from mcp_memory.wiring import build
+
+pytest_plugins = ["test_security_support"]
 ROOT = Path(__file__).resolve().parents[1]
 PG_BIN = Path(os.environ.get("MCP_MEMORY_DRILL_PG_BIN", "/usr/lib/postgresql/15/bin"))
 
@@ -101,3 +107,41 @@ def test_archiver_install_sets_up_what_the_service_unit_expects(tmp_path: Path) 
     assert env["MCP_MEMORY_HOME"] in unit["ReadWritePaths"][0].split()
     assert "/etc/systemd/system/mcp-memory-archive.service" in out and "<token>" not in out
     assert not (tmp_path / "data").exists()  # a dry run installs nothing
+
+
+ROLLBACK_0018 = ("DROP FUNCTION mm_report_host(text, integer, timestamptz)", "DROP FUNCTION mm_host_metrics(float8)",
+                 "DROP TABLE host_reports", "DELETE FROM schema_migrations WHERE version = 18")
+
+
+def test_upgrade_order_database_first_then_hosts(fresh_db: str, settings, password_server: str, make_token,
+                                                 profile: dict[str, str]) -> None:
+    """install/README.md, Upgrades: a host newer than the schema fails its calls until the owner runs
+    `db migrate` (a token cannot migrate; with the default auto_migrate it tries and is refused,
+    with auto_migrate = false it says to migrate), then the same processes carry on; a host older
+    than the schema runs on it."""
+    host = make_token("upgrade", ["A"])
+    with psycopg.connect(fresh_db, autocommit=True) as conn:  # the database one release behind this code
+        for statement in ROLLBACK_0018:
+            conn.execute(statement)
+    hosts = [build(replace(settings, dsn=host.dsn, password=host.token, pool_min=0, pool_max=2,
+                           auto_migrate=auto), application_name="mcp-memory upgrade-test") for auto in (True, False)]
+    try:
+        with pytest.raises(Forbidden, match="migration_lock"):
+            hosts[0].create_session("A")  # auto_migrate (the default): it tried to migrate as the token
+        with pytest.raises(Unavailable, match="run `mcp-memory db migrate`"):
+            hosts[1].create_session("A")
+        migrated = subprocess.run([sys.executable, "-m", "mcp_memory", "db", "migrate"], capture_output=True,
+                                  text=True, timeout=120, check=False, env={**profile, "MCP_MEMORY_DSN": fresh_db})
+        assert migrated.returncode == 0, migrated.stderr
+        assert all(h.create_session("A").session_id for h in hosts)  # the same processes carry on
+    finally:
+        for h in hosts:
+            h.db.close()
+    with psycopg.connect(fresh_db, autocommit=True) as conn:  # a schema newer than this code knows
+        conn.execute("INSERT INTO schema_migrations (version, name, checksum) VALUES (9999, 'future', 'x')")
+    older = build(replace(settings, dsn=host.dsn, password=host.token, pool_min=0, pool_max=2),
+                  application_name="mcp-memory upgrade-test")
+    try:
+        assert older.create_session("A").session_id
+    finally:
+        older.db.close()
