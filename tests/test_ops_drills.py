@@ -54,6 +54,9 @@ def test_pitr_drill_restores_to_the_target_and_hosts_carry_on() -> None:
         assert at_target.group(1) == restored.group(1)
         assert "'messages': 0" not in lost.group(1) and "'sessions': 0" not in lost.group(1)
         assert re.search(r"host_after_restore: \{'mcp_append_seq': \d+", out)
+        archive = re.search(r"archive: \{'newest_tag_before_restore': (\d+), 'restored_max_snapshot': (\d+), "
+                            r"'new_snapshot_exported': (\d+)\}", out)
+        assert archive and int(archive.group(2)) < int(archive.group(1)) < int(archive.group(3)), out
         assert list(work.iterdir()) == []  # the drill removed its folders
     finally:
         shutil.rmtree(work, ignore_errors=True)

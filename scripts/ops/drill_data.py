@@ -53,6 +53,7 @@ class Writer:
     mcp_session: str = ""
     decision: str | None = None
     sent: list[tuple[str, dict]] = field(default_factory=list)  # (session, message) sent over MCP
+    snapshots: list[int] = field(default_factory=list)  # one per phase, over MCP
 
     def phase(self, tag: str, messages: int) -> None:
         if self.main is None:
@@ -76,3 +77,5 @@ class Writer:
                        "content": f"{tag}: over MCP {n}"}
             self.mcp.call("append_message", {"session_id": self.mcp_session, "message": message})  # type: ignore[attr-defined]
             self.sent.append((self.mcp_session, message))
+        self.snapshots.append(self.mcp.call("create_snapshot", {  # type: ignore[attr-defined]
+            "session_id": self.mcp_session, "commit_msg": f"drill: {tag}"})["snapshot_id"])

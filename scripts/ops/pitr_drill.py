@@ -13,7 +13,9 @@ folder; never the distribution's clusters):
  4. checks: every row written before the target is back, none written after it; then what the guide
     says to run after a restore: `mcp-memory db migrate`, the token still logs in and reads (roles
     live in the cluster, so a physical backup brings them back); the host's MCP server, running all
-    along, writes again, and the library and the CLI work.
+    along, writes again, and the library and the CLI work; the snapshot ids move past the git
+    archive's newest tag (exported by an archiver token after the target) and a new snapshot reaches
+    the archive.
 
 Prints a summary with the numbers; exits 1 on any failure. Every server it started is stopped
 through pg_ctl (and the MCP server by its own process), and its folders are removed.
@@ -67,6 +69,7 @@ class PitrDrill:
         self.mcp: McpHost | None = None
         self.numbers: dict[str, object] = {}
         self.token: dict[str, str] = {}
+        self.archiver: dict[str, str] = {}
 
     # -- set-up ---------------------------------------------------------------------------------
     def cluster(self, name: str) -> Cluster:
@@ -93,7 +96,8 @@ class PitrDrill:
             env.update({"MCP_MEMORY_DSN": f"postgresql://{OWNER}@127.0.0.1:{self.port}/{DATABASE}",
                         "MCP_MEMORY_PASSWORD": self.secret["owner"]})
         else:
-            env.update({"MCP_MEMORY_DSN": self.token["dsn"], "MCP_MEMORY_PASSWORD": self.token["token"]})
+            login = self.archiver if who == "archiver" else self.token
+            env.update({"MCP_MEMORY_DSN": login["dsn"], "MCP_MEMORY_PASSWORD": login["token"]})
         return env
 
     def cli(self, who: str, *args: str) -> str:
@@ -118,6 +122,8 @@ class PitrDrill:
         self.cli("owner", "db", "migrate")
         self.token = json.loads(self.cli("owner", "token", "create", "--name", "drill-host", "--project", PROJECT,
                                          "--json"))
+        self.archiver = json.loads(self.cli("owner", "token", "create", "--name", "drill-archiver", "--archiver",
+                                            "--json"))
         return primary
 
     def memory(self) -> Memory:
@@ -142,9 +148,35 @@ class PitrDrill:
             writer.phase("after-target", messages=3)
         finally:
             memory.close()
+        self.cli("archiver", "archive", "--once", "--repo", str(self.work / "git-archive"))
+        self.numbers["archive_tags_before_restore"] = len(self.archive_tags())
         self.archive_current_wal()
         self.numbers["at_backup"] = at_backup.counts()
         return target.isoformat(), at_backup, at_target, writer
+
+    def archive_tags(self) -> list[int]:
+        done = subprocess.run(["git", "-C", str(self.work / "git-archive"), "tag", "-l", "snapshot-*"],
+                              capture_output=True, text=True, check=True, timeout=60)
+        return sorted(int(tag.removeprefix("snapshot-")) for tag in done.stdout.split())
+
+    def archive_after_restore(self, writer: Writer) -> None:
+        """The guide's step for the archive: snapshot ids move past the archive's highest tag, so a
+        new snapshot is exported, not taken for one the archive already has."""
+        top = self.archive_tags()[-1]
+        check(top == writer.snapshots[-1], f"the archive's newest tag is {top}, the drill's last snapshot "
+              f"{writer.snapshots[-1]}")
+        with psycopg.connect(self.owner_dsn()) as conn:
+            restored_max = conn.execute("SELECT max(snapshot_id) FROM snapshots").fetchone()[0]  # type: ignore[index]
+            check(restored_max < top, f"snapshot {top} (after the target) came back: max is {restored_max}")
+            conn.execute("SELECT setval(pg_get_serial_sequence('snapshots', 'snapshot_id'), "  # install/README.md, 9
+                         "greatest(%s, (SELECT coalesce(max(snapshot_id), 1) FROM snapshots)))", (top,))
+        assert self.mcp is not None
+        new = self.mcp.call("create_snapshot", {"session_id": writer.mcp_session, "commit_msg": "after the restore"})
+        check(new["snapshot_id"] == top + 1, f"the new snapshot got id {new['snapshot_id']}, expected {top + 1}")
+        self.cli("archiver", "archive", "--once", "--repo", str(self.work / "git-archive"))
+        check(new["snapshot_id"] in self.archive_tags(), f"snapshot {new['snapshot_id']} did not reach the archive")
+        self.numbers["archive"] = {"newest_tag_before_restore": top, "restored_max_snapshot": restored_max,
+                                   "new_snapshot_exported": new["snapshot_id"]}
 
     def archive_current_wal(self) -> None:
         """Switch to a new WAL segment and wait until the one holding the last writes is archived."""
@@ -225,6 +257,7 @@ class PitrDrill:
         self.restore(primary, target)
         self.verify(at_target, after)
         self.after_restore(writer, len(at_target.keys["messages"]))
+        self.archive_after_restore(writer)
         return self.numbers
 
     def close(self) -> None:
