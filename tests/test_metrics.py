@@ -223,5 +223,5 @@ def _crafted_reports(host_db: Database, reader_db: Database) -> None:
     assert report_spool(host_db, Path("/nonexistent")) is True  # and its own host name takes a 17th's place
     with host_db.transaction() as conn:
         row = conn.execute("SELECT * FROM mm_host_metrics(86400)").fetchone()
-    assert row[0] == 16 and row[2] == 15  # h4…h19 with one file each, minus h4 for this host's empty report
+    assert row is not None and row[0] == 16 and row[2] == 15  # h4…h19 with one file each, minus h4 for this host's empty report
     assert report_spool(reader_db, Path("/nonexistent")) is False  # refused, said in the log, no raise

@@ -74,7 +74,7 @@ def test_printed_dsn_is_the_documented_form(fresh_db: str, password_server: str,
     assert printed and printed.group(1) == created["dsn"].replace(name, text_name)
 
     with psycopg.connect(created["dsn"], password=created["token"], connect_timeout=10) as conn:
-        assert conn.execute("SELECT current_user").fetchone()[0] == name
+        assert conn.execute("SELECT current_user").fetchone() == (name,)
     host = {**profile, "MCP_MEMORY_HOME": str(tmp_path / "host"),
             "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"}
     logged = subprocess.run([sys.executable, "-m", "mcp_memory", "login", "--dsn", created["dsn"], "--token-stdin"],
