@@ -43,10 +43,16 @@ def test_pitr_drill_restores_to_the_target_and_hosts_carry_on() -> None:
     work = Path(tempfile.mkdtemp(prefix="mm-drill-"))  # not pytest's 0700 tmp_path: the server user enters it
     work.chmod(0o755)
     try:
-        done = subprocess.run([sys.executable, str(ROOT / "scripts" / "ops" / "pitr_drill.py"), "--pg-bin", str(PG_BIN),
-                               "--workdir", str(work)], capture_output=True, text=True, timeout=300, check=False)
-        assert done.returncode == 0, done.stdout + done.stderr
-        out = done.stdout
+        drill = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "ops" / "pitr_drill.py"), "--pg-bin",
+                                  str(PG_BIN), "--workdir", str(work)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True)
+        try:
+            out, err = drill.communicate(timeout=300)
+        except subprocess.TimeoutExpired:
+            drill.terminate()  # SIGTERM: the drill stops its servers and removes its folders
+            out, err = drill.communicate(timeout=120)
+            pytest.fail(f"the drill took more than 300 s:\n{out}\n{err}")
+        assert drill.returncode == 0, out + err
         at_target = re.search(r"at_target: (\{.*\})", out)
         restored = re.search(r"restored: (\{.*\})", out)
         lost = re.search(r"lost_after_target \(expected\): (\{.*\})", out)

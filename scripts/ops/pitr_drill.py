@@ -30,6 +30,7 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -277,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="PostgreSQL server binaries (default: /usr/lib/postgresql/15/bin)")
     parser.add_argument("--workdir", type=Path, help="where the throwaway folders go (default: TMPDIR)")
     args = parser.parse_args(argv)
+    # stopped from outside (SIGTERM): leave through the `finally` below, which stops the servers
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started = time.monotonic()
     try:
         drill = PitrDrill(args.pg_bin, args.workdir)
