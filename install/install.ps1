@@ -89,8 +89,13 @@ function Register-Archiver([string]$Mcp) {
     $trigger = New-ScheduledTaskTrigger -AtStartup
     $settings = New-ScheduledTaskSettingsSet -RestartCount 999 -RestartInterval (New-TimeSpan -Minutes 1) `
         -ExecutionTimeLimit ([TimeSpan]::Zero) -StartWhenAvailable
+    # as this account, with its password: the task then runs at startup without a logon and reads the
+    # token `mcp-memory login` stored in this account's Credential Manager
+    $account = Get-Credential -UserName "$env:USERDOMAIN\$env:USERNAME" -Message "the archiver task runs as this account"
     Register-ScheduledTask -TaskName "mcp-memory archiver" -Action $action -Trigger $trigger -Settings $settings `
+        -User $account.UserName -Password $account.GetNetworkCredential().Password -RunLevel Limited `
         -Description "mcp-memory git archiver" -Force | Out-Null
+    Write-Host "archiver: set [archive] repo and remote in $(Join-Path $env:LOCALAPPDATA 'mcp-memory\config.toml'), then: Start-ScheduledTask -TaskName 'mcp-memory archiver'"
 }
 
 $mcp = Install-Package

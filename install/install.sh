@@ -4,23 +4,29 @@
 # registration with every agent found on PATH, and optionally the archiver service.
 #
 #   install/install.sh --dsn postgresql://host-a@db.example.internal/mcp_memory [--token-stdin] \
-#                      [--pgbouncer] [--archiver] [--source PATH_OR_SPEC] [--no-agents] [--dry-run]
+#                      [--pgbouncer] [--archiver [--archive-remote URL]] [--source PATH_OR_SPEC] \
+#                      [--no-agents] [--dry-run]
 #
 # The token (from `mcp-memory token create` on the admin's machine) is prompted for, or read from
 # standard input with --token-stdin; it goes to the OS keyring, else a 0600 file (see install/README.md).
+# --archiver (systemd): the service user mcp-memory, the program in /opt/mcp-memory (linked from
+# /usr/local/bin), /etc/mcp-memory/config.toml (DSN, [archive] repo and remote), the token in
+# /etc/mcp-memory/archive.env (0640, group mcp-memory) and install/mcp-memory-archive.service.
 set -euo pipefail
 
 DSN=""
 TOKEN_STDIN=0
 PGBOUNCER=0
 ARCHIVER=0
+ARCHIVE_REMOTE=""
+TOKEN=""
 AGENTS=1
 DRY_RUN=0
 SOURCE="mcp-memory"
 VENV="${XDG_DATA_HOME:-$HOME/.local/share}/mcp-memory/venv"
 BIN_DIR="$HOME/.local/bin"
 
-usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; }
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -28,6 +34,7 @@ while [ $# -gt 0 ]; do
         --token-stdin) TOKEN_STDIN=1; shift ;;
         --pgbouncer) PGBOUNCER=1; shift ;;
         --archiver) ARCHIVER=1; shift ;;
+        --archive-remote) ARCHIVE_REMOTE="$2"; shift 2 ;;
         --no-agents) AGENTS=0; shift ;;
         --source) SOURCE="$2"; shift 2 ;;
         --dry-run) DRY_RUN=1; shift ;;
@@ -64,9 +71,27 @@ do_login() {
         return
     fi
     local args=(login --dsn "$DSN")
+    if [ "$ARCHIVER" = 1 ]; then  # the token is needed twice: for this user's login and the service's
+        read_token
+        args+=(--token-stdin)
+        [ "$PGBOUNCER" = 1 ] && args+=(--pgbouncer)
+        echo "+ $MCP ${args[*]} (the token from above)"
+        [ "$DRY_RUN" = 1 ] || printf '%s\n' "$TOKEN" | "$MCP" "${args[@]}"
+        return
+    fi
     [ "$TOKEN_STDIN" = 1 ] && args+=(--token-stdin)
     [ "$PGBOUNCER" = 1 ] && args+=(--pgbouncer)
     run "$MCP" "${args[@]}"
+}
+
+read_token() {
+    [ "$DRY_RUN" = 0 ] || { TOKEN="<token>"; return; }
+    if [ "$TOKEN_STDIN" = 1 ]; then
+        IFS= read -r TOKEN || true
+    else
+        IFS= read -rsp "token (from \`mcp-memory token create --archiver\`): " TOKEN; echo
+    fi
+    [ -n "$TOKEN" ] || { echo "install.sh: no token given" >&2; exit 1; }
 }
 
 register_agents() {
@@ -85,6 +110,25 @@ register_agents() {
     done
 }
 
+SERVICE_USER=mcp-memory
+SERVICE_HOME=/var/lib/mcp-memory
+SERVICE_VENV=/opt/mcp-memory
+
+write_root_file() {  # path mode content: written through sudo, never shown (it may hold the token)
+    echo "+ write $1 (mode $2, owner root:$SERVICE_USER)"
+    [ "$DRY_RUN" = 1 ] || printf '%s\n' "$3" | sudo install -m "$2" -o root -g "$SERVICE_USER" /dev/stdin "$1"
+}
+
+archiver_config() {  # /etc/mcp-memory/config.toml; values quoted as TOML strings (JSON's are valid TOML)
+    python3 - "$DSN" "$SERVICE_HOME/archive" "$ARCHIVE_REMOTE" <<'PY'
+import json, sys
+dsn, repo, remote = sys.argv[1:4]
+print("# mcp-memory archiver (install/README.md, section 5); the token is in /etc/mcp-memory/archive.env")
+print(f"[database]\ndsn = {json.dumps(dsn)}\n\n[archive]\nrepo = {json.dumps(repo)}")
+print(f"remote = {json.dumps(remote)}" if remote else "# remote = \"git@git.example.internal:team/mcp-memory-archive.git\"")
+PY
+}
+
 install_archiver() {
     [ "$ARCHIVER" = 1 ] || return 0
     local unit
@@ -93,8 +137,21 @@ install_archiver() {
         echo "archiver: no systemd (or no $unit); run '$MCP archive --daemon' under your service manager"
         return 0
     fi
+    [ -n "$DSN" ] || { echo "install.sh: --archiver needs --dsn (the archiver token's DSN)" >&2; exit 2; }
+    if ! id "$SERVICE_USER" >/dev/null 2>&1; then
+        run sudo useradd --system --home-dir "$SERVICE_HOME" --create-home --shell /usr/sbin/nologin "$SERVICE_USER"
+    fi
+    # the program where the service user may run it (a home folder is often private)
+    run sudo python3 -m venv "$SERVICE_VENV"
+    run sudo "$SERVICE_VENV/bin/python" -m pip install --quiet --upgrade "$SOURCE"
+    run sudo ln -sf "$SERVICE_VENV/bin/mcp-memory" /usr/local/bin/mcp-memory
+    run sudo install -d -m 0750 -o root -g "$SERVICE_USER" /etc/mcp-memory
+    write_root_file /etc/mcp-memory/config.toml 0640 "$(archiver_config)"
+    write_root_file /etc/mcp-memory/archive.env 0640 "MCP_MEMORY_PASSWORD=$TOKEN"
     run sudo install -m 0644 "$unit" /etc/systemd/system/mcp-memory-archive.service
-    echo "archiver: set User=, the DSN and --repo/--remote with 'sudo systemctl edit mcp-memory-archive',"
+    run sudo systemctl daemon-reload
+    [ -n "$ARCHIVE_REMOTE" ] || echo "archiver: set [archive] remote in /etc/mcp-memory/config.toml to push the archive"
+    echo "archiver: git credentials for the remote go to $SERVICE_HOME (e.g. $SERVICE_HOME/.ssh), owned by $SERVICE_USER;"
     echo "          then: sudo systemctl enable --now mcp-memory-archive"
 }
 

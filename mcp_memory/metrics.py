@@ -15,12 +15,15 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import psycopg
+
 from .errors import McpMemoryError
 from .store.archive_store import ArchiveStore
 from .store.db import Database
 
 log = logging.getLogger(__name__)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+HOST_REPORT_WINDOW = 86400  # seconds: a host that has not reported for a day no longer counts
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
 Labels = tuple[tuple[str, str], ...]
@@ -116,9 +119,11 @@ class Registry:
 
 
 def archive_samples(db: Database) -> list[Sample]:
-    """The export queue and what is not archived yet (numbers only), as the caller's role sees them."""
+    """The export queue, what is not archived yet and the hosts' capture spools (numbers only), as
+    the caller's role sees them, in one transaction."""
     with db.transaction() as conn:
         row = ArchiveStore(conn).metrics()
+        hosts = host_samples(conn)
     pending, running, done, failed = (int(row.get(k) or 0) for k in ("pending", "running", "done", "failed"))
     oldest, lag = float(row.get("oldest_pending_seconds") or 0), float(row.get("unarchived_oldest_seconds") or 0)
     sessions, messages = int(row.get("unarchived_sessions") or 0), int(row.get("unarchived_messages") or 0)
@@ -137,7 +142,28 @@ def archive_samples(db: Database) -> list[Sample]:
             Sample("mcp_memory_archive_unarchived_messages", "gauge", "messages not yet in the archive",
                    float(messages)),
             Sample("mcp_memory_archive_lag_seconds", "gauge", "export lag: age of the oldest last change of a "
-                   "session not yet archived", float(lag))]
+                   "session not yet archived", float(lag)),
+            *hosts]
+
+
+def host_samples(conn: psycopg.Connection) -> list[Sample]:
+    """What hosts reported of their capture spools in the last HOST_REPORT_WINDOW seconds
+    (mm_host_metrics, migration 0018; nothing on an older schema): numbers, never host names."""
+    found = conn.execute("SELECT to_regprocedure('mm_host_metrics(double precision)') IS NOT NULL").fetchone()
+    if not (found and found[0]):
+        return []
+    row = conn.execute("SELECT * FROM mm_host_metrics(%s)", (HOST_REPORT_WINDOW,)).fetchone()
+    hosts, with_spool, files, oldest, stale = row if row else (0, 0, 0, 0.0, 0.0)
+    window = f"hosts that reported in the last {HOST_REPORT_WINDOW // 3600} h"
+    return [Sample("mcp_memory_host_reports", "gauge", window, float(hosts or 0)),
+            Sample("mcp_memory_host_spool_files", "gauge", "capture spool files held by hosts (sessions not yet "
+                   "delivered to the database), as the hosts last reported", float(files or 0)),
+            Sample("mcp_memory_hosts_with_spool", "gauge", "hosts whose last report had spool files",
+                   float(with_spool or 0)),
+            Sample("mcp_memory_host_spool_oldest_seconds", "gauge", "age of the oldest spool file a host reported",
+                   float(oldest or 0)),
+            Sample("mcp_memory_host_report_oldest_seconds", "gauge", "age of the oldest of those hosts' last "
+                   "reports", float(stale or 0))]
 
 
 def cached(collector: Callable[[], list[Sample]], seconds: float = 5.0) -> Callable[[], list[Sample]]:

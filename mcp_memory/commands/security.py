@@ -8,6 +8,9 @@ import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
+from urllib.parse import quote, urlencode
+
+from psycopg.conninfo import conninfo_to_dict
 
 from ..config import Settings
 from ..errors import Invalid
@@ -134,7 +137,7 @@ def _create(db: Database, args: argparse.Namespace) -> int:
     created = tokens.create(db, name=args.name, projects=args.project, read_only=args.read_only,
                             archiver=args.archiver, limits=limits, expires=tokens.check_expires(args.expires))
     if args.json:
-        doc = {"name": created.name, "role": created.role, "token": created.token, "dsn": created.dsn}
+        doc = {"name": created.name, "role": created.role, "token": created.token, "dsn": uri_dsn(created.dsn)}
         if created.expires:  # only when asked for: the contract's four keys otherwise
             doc["expires"] = created.expires.isoformat()
         print_json(doc)
@@ -143,7 +146,7 @@ def _create(db: Database, args: argparse.Namespace) -> int:
     until = f"; expires {created.expires:%Y-%m-%d %H:%M} UTC" if created.expires else ""
     print(f"token for role {created.role} ({mode}; projects: {', '.join(created.projects)}{until}) — shown once:\n")
     print(f"  {created.token}\n")
-    print(f"on the host:  mcp-memory login --dsn '{created.dsn}'   (then paste the token)")
+    print(f"on the host:  mcp-memory login --dsn '{uri_dsn(created.dsn)}'   (then paste the token)")
     return 0
 
 
@@ -154,14 +157,14 @@ def _rotate(db: Database, args: argparse.Namespace) -> int:
                             expires=tokens.check_expires(args.expires))
     new = rotated.created
     if args.json:
-        print_json({"name": new.name, "role": new.role, "token": new.token, "dsn": new.dsn,
+        print_json({"name": new.name, "role": new.role, "token": new.token, "dsn": uri_dsn(new.dsn),
                     "expires": new.expires.isoformat() if new.expires else None, "previous": rotated.previous,
                     "previous_valid_until": rotated.grace_until.isoformat()})
         return 0
     print(f"new token for {new.name} (role {new.role}; projects: {', '.join(new.projects)}) — shown once:\n")
     print(f"  {new.token}\n")
     print(f"the old token ({', '.join(rotated.previous)}) works until {rotated.grace_until:%Y-%m-%d %H:%M:%S} UTC")
-    print(f"on the host:  mcp-memory login --dsn '{new.dsn}'   (then paste the new token)")
+    print(f"on the host:  mcp-memory login --dsn '{uri_dsn(new.dsn)}'   (then paste the new token)")
     return 0
 
 
@@ -170,13 +173,40 @@ def _gateway(db: Database, args: argparse.Namespace) -> int:
 
     created = tokens.create_gateway(db, name=args.name)
     if args.json:
-        print_json({"name": created.name, "role": created.role, "password": created.password, "dsn": created.dsn})
+        print_json({"name": created.name, "role": created.role, "password": created.password,
+                    "dsn": uri_dsn(created.dsn)})
         return 0
     print(f"gateway login {created.role} (can act as any token role; reads and writes nothing itself) — "
           "password shown once:\n")
     print(f"  {created.password}\n")
-    print(f"serve REST with:  mcp-memory --dsn '{created.dsn}' serve-http")
+    print(f"serve REST with:  mcp-memory --dsn '{uri_dsn(created.dsn)}' serve-http")
     return 0
+
+
+def uri_dsn(dsn: str) -> str:
+    """The DSN in the URI form the admin guide shows (`postgresql://role@host:port/db?opt=…`),
+    whichever form the owner's own DSN had: one form to copy into `login --dsn` and compare with
+    the docs. A socket folder or several hosts go to the query (`?host=/run/postgresql`), where
+    libpq takes them as they are."""
+    if dsn.startswith("postgresql://"):
+        return dsn
+    if dsn.startswith("postgres://"):
+        return "postgresql://" + dsn[len("postgres://"):]
+    params = {k: str(v) for k, v in conninfo_to_dict(dsn).items() if v is not None}
+    user = quote(params.pop("user", ""), safe="")
+    password = params.pop("password", "")
+    if password:
+        user += ":" + quote(password, safe="")
+    dbname = quote(params.pop("dbname", ""), safe="")
+    host, port = params.get("host", ""), params.get("port", "")
+    netloc = ""
+    if host and not any(c in host for c in "/,") and "," not in port:
+        params.pop("host")
+        netloc = f"[{host}]" if ":" in host else host
+        if params.pop("port", ""):
+            netloc += f":{port}"
+    query = urlencode(sorted(params.items()))
+    return f"postgresql://{user}{'@' if user else ''}{netloc}/{dbname}" + (f"?{query}" if query else "")
 
 
 def _row_json(r) -> dict:

@@ -15,8 +15,8 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from .. import agents
 from ..config import Settings
 from ..errors import Invalid, Unavailable
+from ..host_report import report_spool
 from ..results import Imported
 from ..spool import Spool
 from .imports import store_sessions
@@ -55,7 +56,7 @@ def capture(
     spool = Spool(settings.data_dir / "spool")
     result = Captured()
     try:
-        with open_service() as svc:
+        with open_service() as svc, reporting(svc, spool):
             deliver(svc, spool, result)
             stored = store_sessions(svc, sessions, project_id=project)
             for neutral, imported in zip(sessions, stored, strict=True):
@@ -81,6 +82,21 @@ def deliver(svc: Service, spool: Spool, result: Captured) -> None:
         refused = [(s, r) for s, r in zip(pending.sessions, stored, strict=True) if r.error is not None]
         result.kept.extend(r for _, r in refused)
         pending.refused([s for s, _ in refused], refused[0][1].error or "" if refused else "")
+
+
+@contextmanager
+def reporting(svc: Service, spool: Spool) -> Iterator[None]:
+    """Report what the spool still holds to the database once the run is over (for /metrics), also
+    when delivering failed on something else than the database being away (a spool file that
+    cannot be read stays, and the report says so); never when the database is unreachable."""
+    try:
+        yield
+    except Unavailable:
+        raise
+    except BaseException:
+        report_spool(svc.db, spool.folder)
+        raise
+    report_spool(svc.db, spool.folder)
 
 
 def cursor_file(settings: Settings, key: str) -> Path:
