@@ -29,6 +29,14 @@ pytestmark = [pytest.mark.interop,
                                  reason="needs claude, opencode, codex and gemini on PATH")]
 
 HOPS = ["opencode", "codex", "gemini", "claude-code"]
+# What each agent injects into its own sessions as turns (its scaffolding, mcp_memory/scaffolding.py):
+# none of it may reach another agent's model after a relay.
+SCAFFOLD_MARKERS = {
+    "claude-code": ["<system-reminder>", "Caveat: The messages below", "<command-name>", "<local-command-stdout>"],
+    "opencode": ["<system-reminder>", "Called the Read tool with the following input"],
+    "codex": ["<environment_context>", "<permissions instructions>", "<user_instructions>", "<skills_instructions>"],
+    "gemini": ["<session_context>", "This is the Gemini CLI", "<hook_context>"],
+}
 NOTES = "The code word is quokkaword.\n"
 
 
@@ -135,6 +143,8 @@ def test_relay_claude_opencode_codex_gemini_claude(tmp_path: Path, settings, pro
             requests = model.main_requests()
         assert requests, run.stdout[-2000:]
         flat = transcript(requests[0])
+        carried = foreign_scaffolding(agent, flat)
+        assert not carried, (agent, carried)
         expected.append(("user", f"relayprompt{k}"))
         assert in_order(flat, expected), (agent, flat)
         if agent == "opencode":  # the user's own provider/model, taken from the config by export
@@ -161,3 +171,37 @@ def test_relay_claude_opencode_codex_gemini_claude(tmp_path: Path, settings, pro
             assert len(holding) == 1, (word, holding, chain)  # each turn is stored once in the chain
     listed = {s.session_id: s for s in service.list_sessions(project_id="relay").sessions}
     assert set(chain) <= set(listed)
+    words = scaffolding_only_words(service, chain)
+    assert words  # Claude Code's, Codex's and Gemini CLI's own material is in the chain
+    found = {w: [(m.session_id, m.seq) for m in service.search_messages(w, project_id="relay").matches]
+             for w in words}
+    assert not any(found.values()), {w: hits for w, hits in found.items() if hits}
+
+
+def foreign_scaffolding(target: str, flat: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Turns of the request that hold another agent's scaffolding (the target's own may be there)."""
+    own = set(SCAFFOLD_MARKERS[target])
+    markers = [m for agent, listed in SCAFFOLD_MARKERS.items() if agent != target for m in listed if m not in own]
+    return [(kind, text[:200]) for kind, text in flat
+            if kind in ("user", "assistant") and any(m in text for m in markers)]
+
+
+def scaffolding_only_words(service, chain: list[str]) -> list[str]:
+    """Words of the chain's scaffolding that nothing else in it says (not even their first five
+    letters, so that no stemming can make them match a turn that was said)."""
+    scaffold, said = [], []
+    for session_id in chain:
+        for m in service.read_session(session_id, limit=1000, view="full").messages:
+            parts = m.content if isinstance(m.content, list) else [m.content]
+            for part in parts:
+                text = part if isinstance(part, str) else getattr(part, "text", None)
+                if not text:
+                    continue
+                hidden = m.metadata.get("scaffold") or (not isinstance(part, str) and getattr(part, "scaffold", None))
+                (scaffold if hidden else said).append(text.lower())
+            said.extend(json.dumps([c.model_dump() for c in m.tool_calls or []]).lower() for _ in [0])
+            if m.thinking and m.thinking.content:
+                said.append(m.thinking.content.lower())
+    spoken = "\n".join(said)
+    prefixes = {w[:5] for w in re.findall(r"[a-z]{5,}", spoken)}
+    return sorted({w for w in re.findall(r"[a-z]{7,}", "\n".join(scaffold)) if w[:5] not in prefixes})[:40]
