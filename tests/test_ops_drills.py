@@ -18,7 +18,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from mcp_memory.errors import Forbidden, Unavailable
+from mcp_memory.errors import Unavailable
 from mcp_memory.wiring import build
 
 pytest_plugins = ["test_security_support"]
@@ -135,9 +135,10 @@ def test_upgrade_order_database_first_then_hosts(fresh_db: str, settings, passwo
     hosts = [build(replace(settings, dsn=host.dsn, password=host.token, pool_min=0, pool_max=2,
                            auto_migrate=auto), application_name="mcp-memory upgrade-test") for auto in (True, False)]
     try:
-        with pytest.raises(Forbidden, match="migration_lock"):
+        with pytest.raises(Unavailable, match=r"at version \d+, this mcp-memory needs \d+: .* run `mcp-memory db "
+                                              r"migrate` \(this login may not migrate\)"):
             hosts[0].create_session("A")  # auto_migrate (the default): it tried to migrate as the token
-        with pytest.raises(Unavailable, match="run `mcp-memory db migrate`"):
+        with pytest.raises(Unavailable, match=r"run `mcp-memory db migrate` \(auto_migrate is off\)"):
             hosts[1].create_session("A")
         migrated = subprocess.run([sys.executable, "-m", "mcp_memory", "db", "migrate"], capture_output=True,
                                   text=True, timeout=120, check=False, env={**profile, "MCP_MEMORY_DSN": fresh_db})

@@ -47,7 +47,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
             checks.append(_connections_check(conn))
             checks.append(_queue_check(conn))
     except McpMemoryError as exc:
-        hint = ("the embedded server could not start; see its log under " + str(settings.embedded_dir)
+        hint = ("the embedded server could not start; see its log under " + _embedded_data(settings)
                 if settings.embedded else "check the DSN, the network and the password (keyring or MCP_MEMORY_PASSWORD)")
         checks.append(Check("database", False, f"{exc} — {hint}"))
     checks.append(_credentials_check(settings))
@@ -64,6 +64,16 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         for c in checks:
             print(f"  [{'FAIL' if not c.ok else 'warn' if c.warning else 'ok'}] {c.name}: {c.detail}")
     return 1 if failed else 0
+
+
+def _embedded_data(settings: Settings) -> str:
+    """Where the embedded server keeps its data and log (as root: possibly under /var/lib/mcp-memory)."""
+    from ..store.embedded import data_folder
+
+    try:
+        return str(data_folder(settings.embedded_dir))
+    except (OSError, ValueError):
+        return str(settings.embedded_dir)
 
 
 def _capture_check(settings: Settings) -> Check:

@@ -136,11 +136,17 @@ class Database:
             timeout = max(1, int(self.settings.connect_timeout))
             with psycopg.connect(dsn, autocommit=True, connect_timeout=timeout) as conn, \
                     WATCHDOG.guard(conn, self.settings.call_timeout):
-                if migrate.current_version(conn) >= migrate.latest_version():
+                current = migrate.current_version(conn)
+                if current >= migrate.latest_version():
                     return
+            behind = (f"the database schema is at version {current}, this mcp-memory needs "
+                      f"{migrate.latest_version()}: the database owner must run `mcp-memory db migrate`")
             if not (self.settings.auto_migrate or self.settings.embedded):
-                raise Unavailable("the database schema is not up to date: run `mcp-memory db migrate`")
-            applied = migrate.migrate(dsn)
+                raise Unavailable(f"{behind} (auto_migrate is off)")
+            try:
+                applied = migrate.migrate(dsn)
+            except (Forbidden, psycopg.errors.InsufficientPrivilege) as exc:  # a token may not migrate: an upgrade of the hosts before the database
+                raise Unavailable(f"{behind} (this login may not migrate)") from exc
         if applied:
             log.info("applied %d migration(s) to %s", len(applied), mask_dsn(dsn))
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any
 
 import nh3
 from markdown_it import MarkdownIt
 from markupsafe import Markup, escape
 
+from .. import scaffolding
 from ..schema import Message
 
 _MD = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable(["table", "strikethrough"])
@@ -30,7 +30,6 @@ _REDACTED = re.compile(r"\[REDACTED:([A-Za-z0-9_.\-]{1,40})\]")
 _HIGHLIGHT = re.compile(r"\*\*(.+?)\*\*")
 # a tool of this server as agents name it to their model: mcp__mcp-memory__search (Claude Code, Codex),
 # mcp-memory_search (OpenCode), mcp-memory__search or mcp-memory.search (others)
-_MEMORY_TOOL = re.compile(r"(?:mcp__)?mcp[-_]memory(?:__|[._/:-])(?P<tool>[A-Za-z][A-Za-z0-9_]{0,63})")
 SCAFFOLD_KINDS = ("instructions", "environment", "permissions", "skills", "reminder", "caveat", "command", "other")
 
 
@@ -66,16 +65,8 @@ def pretty_json(arguments: Any) -> str:
 
 
 def is_memory_tool(name: str) -> bool:
-    """Whether a tool-call function name calls one of mcp-memory's own MCP tools."""
-    match = _MEMORY_TOOL.fullmatch(name)
-    return match is not None and match.group("tool") in _tools()
-
-
-@cache
-def _tools() -> frozenset[str]:
-    from ..operations import OPERATIONS  # imported late: operations imports every agent adapter
-
-    return frozenset(op.name for op in OPERATIONS)
+    """Whether a tool-call function name calls one of mcp-memory's own MCP tools (scaffolding.py)."""
+    return scaffolding.memory_tool(name) is not None
 
 
 def scaffold_kind(value: Any) -> str | None:
