@@ -37,7 +37,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     recall.add_argument("--include-echoes", action="store_true",
                         help="also agents' earlier calls of mcp-memory's own tools and their results")
     recall.add_argument("--hook", action="store_true",
-                        help="read the session-start hook JSON on stdin, print what the agent adds; never fails")
+                        help="read the agent's hook JSON on stdin (Claude Code and Codex SessionStart, Gemini CLI "
+                             "BeforeAgent, the OpenCode plugin), print what the agent adds; never fails")
     recall.add_argument("--agent", help="with --hook: the agent whose hook runs this "
                                          f"(default: {agents.SESSION_START_DEFAULT}, as installed by earlier versions)")
 
