@@ -22,7 +22,7 @@ from mcp_memory.archive.verify import verify
 from mcp_memory.cli import main
 from mcp_memory.config import load_settings
 from mcp_memory.core.service import Service
-from mcp_memory.errors import Invalid, Unavailable
+from mcp_memory.errors import Conflict, Invalid, Unavailable
 from mcp_memory.store.archive_store import ArchiveStore
 from mcp_memory.store.db import Database
 
@@ -212,3 +212,22 @@ def test_a_bad_automatic_snapshot_setting_is_named(key: str, value: object, tmp_
     settings = load_settings(environ={"MCP_MEMORY_HOME": str(tmp_path)})
     with pytest.raises(Invalid, match=key):
         ArchiverOptions.resolve(replace(settings, archive={"repo": str(tmp_path / "a"), key: value}))
+
+
+def test_a_snapshot_id_the_archive_holds_for_another_snapshot_is_not_skipped(service: Service,
+                                                                            tmp_path: Path) -> None:
+    """After a restore to an earlier point in time the snapshot ids count from an earlier value: the
+    archive's `snapshot-<id>` may be another snapshot's. The export says so instead of taking the tag
+    as this snapshot exported before; a retry of the same snapshot still finds its own tag."""
+    sid = service.create_session("proj").session_id
+    service.append_messages(sid, messages(2))
+    snap = service.create_snapshot(sid, "mine").snapshot_id
+    remote = bare_remote(tmp_path)
+    repo = tmp_path / "archive"
+    gitrepo.init(repo, str(remote))
+    first = export.export_snapshot(service.db, repo, snap)
+    assert export.export_snapshot(service.db, repo, snap).already  # a retry
+    gitrepo.git(repo, "tag", "-d", layout.tag_name(snap))  # the archive's tag is another session's
+    gitrepo.tag(repo, layout.tag_name(snap), first.commit, layout.subject(snap, "ses_from_before_the_restore", 9) + "\n")
+    with pytest.raises(Conflict, match=r"snapshot ids went back .* move the snapshot sequence"):
+        export.export_snapshot(service.db, repo, snap)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.messages import payload_digest
-from ..errors import Invalid, NotFound
+from ..errors import Conflict, Invalid, NotFound
 from ..schema import format_time
 from ..store.archive_store import ArchiveStore, ExportRow
 from ..store.db import Database
@@ -60,13 +60,14 @@ def export_snapshot(db: Database, repo: Path, snapshot_id: int, *, checkpoint: C
     call's deadline; `progress(seq, up_to_seq)` after each page. `checkpoint(point)` is called at
     each CRASH_POINTS step (crash tests)."""
     tag = layout.tag_name(snapshot_id)
-    if gitrepo.tag_exists(repo, tag):
-        return Exported(snapshot_id, "", 0, 0, gitrepo.tagged_commit(repo, tag), already=True)
     with db.transaction() as conn:
         row = ArchiveStore(conn).export_snapshot(snapshot_id)
     if row is None:
         raise NotFound(f"snapshot {snapshot_id} does not exist")
     info = snapshot_info(row)
+    if gitrepo.tag_exists(repo, tag):
+        _same_snapshot(repo, tag, info.snapshot_id, info.session_id, info.up_to_seq)
+        return Exported(snapshot_id, "", 0, 0, gitrepo.tagged_commit(repo, tag), already=True)
     sid = info.session_id
     subject = layout.subject(info.snapshot_id, sid, info.up_to_seq)
     date = _git_date(row["snapshot_created_at"])
@@ -99,6 +100,18 @@ def export_snapshot(db: Database, repo: Path, snapshot_id: int, *, checkpoint: C
     gitrepo.tag(repo, tag, sha, subject + "\n")
     checkpoint("after-tag")
     return Exported(snapshot_id, sid, info.up_to_seq, written, sha)
+
+
+def _same_snapshot(repo: Path, tag: str, snapshot_id: int, session_id: str, up_to_seq: int) -> None:
+    """An existing tag is this snapshot exported before (a retry) — unless the database's snapshot ids
+    went back (restored to an earlier point in time) and the id now names another snapshot: then
+    nothing is skipped silently."""
+    held = layout.parse_subject(gitrepo.tag_subject(repo, tag))
+    if held is not None and held != (snapshot_id, session_id, up_to_seq):
+        raise Conflict(f"{tag} in the archive holds {held[1]} up to seq {held[2]}, but snapshot {snapshot_id} is "
+                       f"now {session_id} up to seq {up_to_seq}: the database's snapshot ids went back (restored "
+                       "to an earlier point?); move the snapshot sequence past the archive's highest tag "
+                       "(install/README.md, Backup and point-in-time restore) and retry the job")
 
 
 def _pages(db: Database, session_id: str, *, after: int, up_to: int, progress: Progress) -> Iterator[ExportRow]:

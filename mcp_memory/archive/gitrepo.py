@@ -335,6 +335,11 @@ def tagged_commit(repo: Path, name: str) -> str:
     return git(repo, "rev-parse", f"refs/tags/{name}^{{commit}}").strip()
 
 
+def tag_subject(repo: Path, name: str) -> str:
+    """The first line of an annotated tag's message ("" for a lightweight or missing tag)."""
+    return git(repo, "for-each-ref", f"refs/tags/{name}", "--format=%(contents:subject)", check=False).strip()
+
+
 def tag_exists(repo: Path, name: str) -> bool:
     return bool(git(repo, "rev-parse", "-q", "--verify", f"refs/tags/{name}", check=False).strip())
 
