@@ -18,7 +18,6 @@ import re
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from functools import partial
 from typing import Any, BinaryIO
 
 import anyio
@@ -55,6 +54,16 @@ def read_line(stream: BinaryIO, limit: int) -> tuple[bytes, bool] | None:
 
 
 _UNPARSED = object()
+_END = object()
+
+
+def next_message(stream: BinaryIO, limit: int) -> Any:
+    """The next line, read and screened: what `screen` says of it (a message, an answer, or None),
+    or _END at the end of input."""
+    item = read_line(stream, limit)
+    if item is None:
+        return _END
+    return screen(item[0], oversized=item[1], limit=limit)
 
 
 def screen(line: bytes, *, oversized: bool, limit: int) -> SessionMessage | types.JSONRPCMessage | None:
@@ -149,8 +158,10 @@ async def stdio(limit: int) -> AsyncIterator[tuple[Any, Any]]:
 
     async def reader() -> None:
         async with read_writer, answers:
-            while (item := await anyio.to_thread.run_sync(read_line, stdin, limit, abandon_on_cancel=True)):
-                outcome = await anyio.to_thread.run_sync(partial(screen, item[0], oversized=item[1], limit=limit))
+            # one worker-thread hop per line: reading it (blocking) and screening it (linear, but a
+            # 100 MB line takes a while) both stay off the event loop
+            while (outcome := await anyio.to_thread.run_sync(next_message, stdin, limit,
+                                                             abandon_on_cancel=True)) is not _END:
                 if isinstance(outcome, SessionMessage):
                     await read_writer.send(outcome)
                 elif outcome is not None:
