@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+import tomlkit
 
 from .credentials import mask_dsn
 from .errors import ConfigError, Invalid
@@ -204,3 +207,16 @@ def _bool(section: dict[str, Any], key: str, default: bool) -> bool:
     if not isinstance(value, bool):
         raise ConfigError(f"config: {key} must be true or false, got {value!r}")
     return value
+
+
+@contextmanager
+def edited_config(path: Path) -> Iterator[tomlkit.TOMLDocument]:
+    """The config file as an editable document (comments and order kept), written back when the
+    block ends without an error (`login`, `projects map`)."""
+    try:
+        document = tomlkit.parse(path.read_text(encoding="utf-8")) if path.is_file() else tomlkit.document()
+    except (OSError, tomlkit.exceptions.ParseError) as exc:
+        raise ConfigError(f"cannot update {path}: {exc}") from None
+    yield document
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(tomlkit.dumps(document), encoding="utf-8")

@@ -79,3 +79,15 @@ def root_opt_in(settings: Settings) -> dict[str, str]:
     if settings.dsn is not None or sys.platform == "win32" or os.geteuid() != 0:
         return {}
     return {ROOT_OPT_IN: "1"}
+
+
+def without_handlers(group: Any, ours: Callable[[Any], bool]) -> Any:
+    """A hook group (`{"matcher": …, "hooks": [handler, …]}`, the shape Claude Code and Gemini CLI
+    share) without the handlers `ours` recognises; the group itself when none was ours, None when
+    nothing else was in it."""
+    if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
+        return group
+    others = [h for h in group["hooks"] if not ours(h)]
+    if len(others) == len(group["hooks"]):
+        return group
+    return {**group, "hooks": others} if others else None

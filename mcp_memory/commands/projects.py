@@ -12,10 +12,10 @@ from typing import Any
 
 import tomlkit
 
-from ..config import Settings
+from ..config import Settings, edited_config
 from ..core import projects
 from ..core.capture import Captured, deliver
-from ..errors import ConfigError, Invalid, NotFound
+from ..errors import Invalid, NotFound
 from ..spool import Spool
 from .output import print_json, service
 
@@ -179,23 +179,15 @@ def _print_delivery(result: Captured) -> None:
 def _edit_mapping(settings: Settings, folder: str, project: str | None) -> bool:
     """Set (or with None remove) `folder = project` in [projects] of the config file, keeping the
     rest of the file as it is. Whether the file changed."""
-    path = settings.write_config_path
-    try:
-        document = tomlkit.parse(path.read_text(encoding="utf-8")) if path.is_file() else tomlkit.document()
-    except (OSError, tomlkit.exceptions.ParseError) as exc:
-        raise ConfigError(f"cannot update {path}: {exc}") from None
-    table = document.get("projects")
-    if table is None:
+    with edited_config(settings.write_config_path) as document:
+        table = document.get("projects")
+        if project is None and (table is None or folder not in table):
+            return False
+        if table is None:
+            table = tomlkit.table()
+            document["projects"] = table
         if project is None:
-            return False
-        table = tomlkit.table()
-        document["projects"] = table
-    if project is None:
-        if folder not in table:
-            return False
-        del table[folder]
-    else:
-        table[folder] = project
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(tomlkit.dumps(document), encoding="utf-8")
+            del table[folder]
+        else:
+            table[folder] = project
     return True

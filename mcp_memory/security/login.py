@@ -14,9 +14,9 @@ import psycopg
 import tomlkit
 from psycopg.conninfo import conninfo_to_dict
 
-from ..config import Settings
+from ..config import Settings, edited_config
 from ..credentials import keyring_account, mask_dsn, store_password
-from ..errors import ConfigError, Forbidden, Invalid, Unavailable
+from ..errors import Forbidden, Invalid, Unavailable
 from ..store.db import translate_errors
 from ..store.security_store import SecurityStore
 from .tokens import parse_token, role_dsn
@@ -62,19 +62,14 @@ def verify(dsn: str, token: str, *, timeout: float) -> tuple[str, list[str], boo
 
 def record_dsn(config_path: Path, dsn: str, *, pgbouncer: bool | None) -> None:
     """Set `[database] dsn` (and `pgbouncer` when given) in the config file, keeping the rest."""
-    try:
-        document = tomlkit.parse(config_path.read_text(encoding="utf-8")) if config_path.is_file() else tomlkit.document()
-    except (OSError, tomlkit.exceptions.ParseError) as exc:
-        raise ConfigError(f"cannot update {config_path}: {exc}") from None
-    database = document.get("database")
-    if database is None:
-        database = tomlkit.table()
-        document["database"] = database
-    database["dsn"] = dsn
-    if pgbouncer is not None:
-        database["pgbouncer"] = pgbouncer
-    config_path.parent.mkdir(parents=True, exist_ok=True)
-    config_path.write_text(tomlkit.dumps(document), encoding="utf-8")
+    with edited_config(config_path) as document:
+        database = document.get("database")
+        if database is None:
+            database = tomlkit.table()
+            document["database"] = database
+        database["dsn"] = dsn
+        if pgbouncer is not None:
+            database["pgbouncer"] = pgbouncer
 
 
 def login(settings: Settings, *, dsn: str, token: str, check: bool = True,

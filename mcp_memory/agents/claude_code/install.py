@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ...files import atomic_write
-from ..install_support import SERVER_NAME, check_request, merge_server
+from ..install_support import SERVER_NAME, check_request, merge_server, without_handlers
 from . import NAME
 
 HOOK_EVENTS = ("Stop", "SubagentStop", "PreCompact", "SessionEnd")  # capture: `sync claude-code --hook`
@@ -104,13 +104,7 @@ def _hooks(data: dict[str, Any], commands: dict[str, str], uninstall: bool) -> l
 
 
 def _without_ours(group: Any) -> Any:
-    """A hook group without our handlers; None when nothing else was in it."""
-    if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
-        return group
-    others = [h for h in group["hooks"] if not _is_ours(h)]
-    if len(others) == len(group["hooks"]):
-        return group
-    return {**group, "hooks": others} if others else None
+    return without_handlers(group, _is_ours)
 
 
 def _is_ours(handler: Any) -> bool:

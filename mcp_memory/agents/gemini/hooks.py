@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..base import FormatError
+from ..install_support import without_handlers
 from . import NAME
 
 CAPTURE_EVENTS = ("AfterAgent", "SessionEnd")  # a turn has ended / the session closes: `sync gemini --hook`
@@ -123,13 +124,7 @@ def merge_hooks(data: dict[str, Any], wanted: dict[str, dict[str, Any]], uninsta
 
 
 def _without_ours(group: Any) -> Any:
-    """A hook group without our handlers; None when nothing else was in it."""
-    if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
-        return group
-    others = [h for h in group["hooks"] if not is_ours(h)]
-    if len(others) == len(group["hooks"]):
-        return group
-    return {**group, "hooks": others} if others else None
+    return without_handlers(group, is_ours)
 
 
 def is_ours(handler: Any) -> bool:
