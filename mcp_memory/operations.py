@@ -3,7 +3,7 @@ descriptions), its result model, whether it reads or writes, and its REST method
 
 The MCP tools (mcp/server.py), the REST routes and `/openapi.json` (http/routes.py, http/openapi.py)
 and the CLI arguments of the commands that mirror a tool (commands/cliargs.py) are built from this
-table, and the Service method of the same name takes the same arguments (tests/test_operations.py
+table, and the Service method of the same name takes the same arguments (tests/unit/test_operations.py
 checks it), so the copies cannot drift. Pure pydantic: importing it loads no database driver.
 """
 

@@ -1,0 +1,132 @@
+"""`/metrics` (Prometheus text format) scraped from serve-http — as the owner and as a gateway login,
+which reads no table — and from `archive --daemon --metrics-port N`."""
+
+from __future__ import annotations
+
+import re
+import signal
+import socket
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+from archive_support import messages
+from psycopg import sql
+from rest_support import Server
+from test_archive_daemon import archiver_env, spawn, wait_until  # noqa: F401
+
+from mcp_memory.core.service import Service
+from mcp_memory.http.app import HttpOptions, create_app
+from mcp_memory.http.auth import TokenRegistry
+from mcp_memory.security import tokens
+from mcp_memory.store.db import Database
+from mcp_memory.wiring import build
+
+pytest_plugins = ["security_support"]
+
+LINE = re.compile(r'^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="(\\.|[^"\\])*",?)*\})? '
+                  r'(-?[0-9.e+-]+|\+Inf|-Inf|NaN)$')
+
+
+def scrape(url: str) -> dict[str, float]:
+    """GET /metrics: every line valid exposition format; the samples by their full name."""
+    with urllib.request.urlopen(url + "/metrics", timeout=30) as response:
+        assert response.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+        text = response.read().decode()
+    samples = {}
+    for line in text.splitlines():
+        if line.startswith("#"):
+            assert re.match(r"^# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* .+$", line), line
+            continue
+        assert LINE.match(line), line
+        name, value = line.rsplit(" ", 1)
+        samples[name] = float(value)
+    return samples
+
+
+def queue_state(service: Service) -> None:
+    """Two snapshots waiting for the archiver, one session with work never snapshotted."""
+    s = service.create_session("A")
+    service.append_messages(s.session_id, messages(3))
+    service.create_snapshot(s.session_id, "one")
+    service.create_snapshot(s.session_id, "two")
+    quiet = service.create_session("A")
+    service.append_messages(quiet.session_id, messages(4))
+
+
+def test_serve_http_metrics_as_owner_and_through_a_gateway(service: Service, settings, owner_db: Database,
+                                                           make_token, admin_dsn: str) -> None:
+    queue_state(service)
+    token = make_token("metrics", ["A"]).token
+    gateway = tokens.create_gateway(owner_db, name=f"mmtest_gw_{uuid.uuid4().hex[:8]}")
+    try:
+        for dsn in (owner_db.dsn(), gateway.dsn):
+            registry = TokenRegistry(settings, dsn, lambda s: build(s, application_name="mcp-memory metrics-test"),
+                                     recheck_seconds=0)
+            with Server(create_app(registry, HttpOptions(rate_limit=0))) as server:
+                assert server.call("GET", "/v1/sessions", token=token).status == 200
+                assert server.call("GET", "/v1/sessions/ses_missing", token=token).status == 404
+                for method in ("BREW", "PROPFIND"):  # crafted methods add no series of their own
+                    server.call(method, "/v1/sessions", token=token)
+                samples = scrape(server.url)
+            assert not any("BREW" in name or "PROPFIND" in name for name in samples)
+            assert samples['mcp_memory_http_requests_total{method="other",route="/v1/sessions",status="405"}'] == 2
+            assert samples['mcp_memory_export_jobs{status="pending"}'] == 2
+            assert samples["mcp_memory_export_queue_depth"] == 2 and samples["mcp_memory_export_failed_jobs"] == 0
+            assert samples["mcp_memory_export_oldest_pending_seconds"] >= 0
+            assert samples["mcp_memory_archive_unarchived_sessions"] == 2  # nothing exported yet
+            assert samples["mcp_memory_archive_unarchived_messages"] == 7
+            assert samples["mcp_memory_database_up"] == 1
+            assert samples['mcp_memory_http_requests_total{method="GET",route="/v1/sessions",status="200"}'] == 1
+            route = '{method="GET",route="/v1/sessions/{session_id}"'
+            assert samples['mcp_memory_http_requests_total{method="GET",route="/v1/sessions/{session_id}",'
+                           'status="404"}'] == 1
+            assert samples[f'mcp_memory_http_request_seconds_count{route}}}'] == 1
+            assert samples[f'mcp_memory_http_request_seconds_bucket{route},le="+Inf"}}'] == 1
+            assert samples['mcp_memory_pool_connections{pool="http",state="in_use"}'] >= 0
+            assert samples['mcp_memory_pool_max{pool="http"}'] == 8
+            assert samples["mcp_memory_http_waiting_reads"] == 0
+        registry = TokenRegistry(settings, owner_db.dsn(), lambda s: build(s, application_name="mcp-memory metrics"),
+                                 recheck_seconds=0)
+        with Server(create_app(registry, HttpOptions(rate_limit=0, metrics=False))) as server:
+            with pytest.raises(urllib.error.HTTPError) as off:
+                scrape(server.url)
+            assert off.value.code == 404
+    finally:
+        with psycopg.connect(admin_dsn, autocommit=True) as conn:
+            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", (gateway.role,))
+            conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(gateway.role)))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_archiver_daemon_serves_metrics_on_its_port(service: Service, spawn, tmp_path: Path) -> None:  # noqa: F811
+    queue_state(service)
+    port = free_port()
+    proc = spawn("--daemon", "--repo", str(tmp_path / "archive"), "--metrics-port", str(port))
+    url = f"http://127.0.0.1:{port}"
+
+    def exported() -> dict[str, float] | None:
+        try:
+            samples = scrape(url)
+        except OSError:
+            return None
+        # the queue's numbers are asked at most every 5 s (metrics.cached): wait for both sides
+        done = samples.get('mcp_memory_export_jobs{status="done"}') == 2
+        return samples if samples.get("mcp_memory_archiver_exported_total") == 2 and done else None
+
+    samples = wait_until(exported, timeout=40)
+    assert isinstance(samples, dict)
+    assert samples["mcp_memory_archiver_leader"] == 1
+    assert samples["mcp_memory_export_queue_depth"] == 0 and samples['mcp_memory_export_jobs{status="done"}'] == 2
+    assert samples["mcp_memory_archive_unarchived_sessions"] == 1  # the quiet one: not idle long enough yet
+    assert samples['mcp_memory_pool_max{pool="archiver"}'] >= 1
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=20) == 0
