@@ -43,3 +43,44 @@ def test_every_setting_is_in_the_example_config() -> None:
     keys -= {"MCP_MEMORY_DSN", "MCP_MEMORY_PASSWORD", "MCP_MEMORY_HOME", "MCP_MEMORY_CONFIG", "dsn"}
     missing = sorted(k for k in keys if k not in example)
     assert not missing, f"config/mcp-memory.example.toml does not document {missing}"
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    found = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+    return dict(found.choices) if found else {}
+
+
+def _command_lines() -> list[str]:
+    """Each command written in the first cell of the README's command table (`mcp-memory db migrate`
+    / `db status [--json]` / … gives three), without the leading `mcp-memory `."""
+    lines = []
+    for row in README.splitlines():
+        if row.startswith("| `mcp-memory "):
+            cell = row.split(" | ")[0]
+            lines += [c.removeprefix("mcp-memory ") for c in re.findall(r"`([^`]+)`", cell)]
+    return lines
+
+
+@pytest.mark.parametrize("line", _command_lines())
+def test_every_flag_in_the_command_table_is_the_commands(line: str) -> None:
+    """The flags the README's command table names are those of the command's real parser (the
+    one `--help` prints): a flag renamed or dropped in the code fails here."""
+    parser, path = _parser(), []
+    for word in line.split():
+        if word not in _subparsers(parser):
+            break
+        parser = _subparsers(parser)[word]
+        path.append(word)
+    assert path, f"README.md names an unknown command: `mcp-memory {line}`"
+    known = set(parser._option_string_actions) | set(_parser()._option_string_actions)
+    flags = re.findall(r"(?<![\w-])(--?[a-z][a-z0-9-]*)", line)
+    unknown = [f for f in flags if f not in known]
+    assert not unknown, f"`mcp-memory {' '.join(path)}` has no {unknown} (README.md: `{line}`)"
+    assert all(f in parser.format_help() or f in _parser().format_help() for f in flags)
+
+
+def test_the_command_table_covers_the_search_options() -> None:
+    search = next(line for line in _command_lines() if line.startswith("search "))
+    options = {k for k in _subparsers(_parser())["search"]._option_string_actions if k.startswith("--")}
+    missing = sorted(options - {"--help"} - set(re.findall(r"--[a-z-]+", search)))
+    assert not missing, f"README.md's `mcp-memory search` line lacks {missing}"

@@ -45,18 +45,6 @@ def test_time_expressions_are_recognised() -> None:
     assert not dates.has_time_expression("Kafka with replication factor 3")
 
 
-def test_vector_trust_follows_how_peaked_the_pool_is() -> None:
-    flat = [0.50 + 0.001 * i for i in range(100)]
-    peaked = [0.30] * 99 + [0.90]
-    old = hybrid.PEAK_LOW, hybrid.PEAK_HIGH
-    try:
-        hybrid.PEAK_LOW, hybrid.PEAK_HIGH = 2.0, 5.0
-        assert hybrid.trust(flat) == 0.0
-        assert hybrid.trust(peaked) == 1.0
-    finally:
-        hybrid.PEAK_LOW, hybrid.PEAK_HIGH = old
-
-
 def test_only_the_part_of_the_pool_above_its_typical_similarity_counts() -> None:
     similarity = {("s", i): 0.1 * i for i in range(1, 11)}
     old = hybrid.VECTOR_BASE
