@@ -34,7 +34,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
             db.ensure_schema()  # the embedded default is always migrated on first use
         with db.connect(autocommit=True) as conn:
             database["dsn"] = db.masked_dsn()
-            database["server_version"] = conn.execute("SHOW server_version").fetchone()[0]
+            [(database["server_version"],)] = conn.execute("SHOW server_version").fetchall()  # one row, always
             checks.append(Check("database", True, f"connected to PostgreSQL {database['server_version']}"))
             checks.append(_schema_check(conn, database))
             checks.append(_search_index_check(conn, database))
