@@ -500,6 +500,7 @@ def read_files(repo: Path, paths: list[str], *, rev: str = layout.BRANCH) -> Ite
     finally:
         send.close()
         proc.wait()
+        answers.close()
 
 
 def read_blobs(repo: Path, specs: list[str]) -> Iterator[tuple[str, bytes | None]]:
@@ -521,6 +522,7 @@ def read_blobs(repo: Path, specs: list[str]) -> Iterator[tuple[str, bytes | None
     finally:
         send.close()
         proc.wait()
+        answers.close()
 
 
 def _cat_file_batch(repo: Path) -> tuple[subprocess.Popen[bytes], IO[bytes], IO[bytes]]:

@@ -36,9 +36,9 @@ def spawn(settings, archiver_env: dict[str, str], tmp_path: Path) -> Iterator[Ca
     started: list[subprocess.Popen] = []
 
     def start(*args: str, log: str = "archiver") -> subprocess.Popen:
-        stderr = (tmp_path / f"{log}-{len(started)}.log").open("w")
-        proc = subprocess.Popen([sys.executable, "-m", "mcp_memory", "--dsn", settings.dsn, "archive", *args],
-                                env=archiver_env, stdout=subprocess.DEVNULL, stderr=stderr)
+        with (tmp_path / f"{log}-{len(started)}.log").open("w") as stderr:  # the child holds its own copy
+            proc = subprocess.Popen([sys.executable, "-m", "mcp_memory", "--dsn", settings.dsn, "archive", *args],
+                                    env=archiver_env, stdout=subprocess.DEVNULL, stderr=stderr)
         started.append(proc)
         return proc
 

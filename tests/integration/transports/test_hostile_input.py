@@ -36,7 +36,8 @@ class Wire:
         self.proc = subprocess.Popen([sys.executable, "-m", "mcp_memory", "serve"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
         self.replies: queue.Queue[dict] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
 
     def _read(self) -> None:
         for line in self.proc.stdout:
@@ -60,6 +61,8 @@ class Wire:
             if self.proc.poll() is None:
                 self.proc.kill()
                 self.proc.wait()
+            self.reader.join(timeout=10)  # it ends at the pipe's end; then the pipe is closed, not left to GC
+            self.proc.stdout.close()
 
 
 @pytest.fixture

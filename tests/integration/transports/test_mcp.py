@@ -149,6 +149,7 @@ def test_raw_stdout_carries_only_json_rpc(settings, profile) -> None:
     finally:
         if proc.poll() is None:
             proc.kill()
+        _close(proc)
     assert replies[1]["result"]["protocolVersion"] == "2025-06-18"
     assert {t["name"] for t in replies[2]["result"]["tools"]} >= CONTRACT_TOOLS
     assert replies[3]["result"]["structuredContent"]["session_id"].startswith("ses_")
@@ -177,6 +178,16 @@ def test_initialize_is_fast_even_when_database_is_down(profile) -> None:
     finally:
         proc.stdin.close()
         proc.wait(timeout=15)
+        _close(proc)
+
+
+def _close(proc: subprocess.Popen) -> None:
+    """Reap the server and close its pipes (a pipe left to the garbage collector is a ResourceWarning,
+    an error in this suite)."""
+    proc.wait(timeout=15)
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
 
 
 # the MCP tools and /openapi.json come from one table (mcp_memory/operations.py) -------------------
