@@ -95,6 +95,7 @@ def test_serve_http_metrics_as_owner_and_through_a_gateway(service: Service, set
             with pytest.raises(urllib.error.HTTPError) as off:
                 scrape(server.url)
             assert off.value.code == 404
+            off.value.close()  # the error holds the response and its socket
     finally:
         with psycopg.connect(admin_dsn, autocommit=True) as conn:
             conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", (gateway.role,))
