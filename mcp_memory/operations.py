@@ -3,8 +3,10 @@ descriptions), its result model, whether it reads or writes, and its REST method
 
 The MCP tools (mcp/server.py), the REST routes and `/openapi.json` (http/routes.py, http/openapi.py)
 and the CLI arguments of the commands that mirror a tool (commands/cliargs.py) are built from this
-table, and the Service method of the same name takes the same arguments (tests/test_operations.py
-checks it), so the copies cannot drift. Pure pydantic: importing it loads no database driver.
+table, and the Service method of the same name takes the same arguments (checked by
+test_service_takes_the_arguments_of_each_input_model in tests/integration/transports/test_mcp.py; the
+CLI side by tests/unit/test_operations.py), so the copies cannot drift. Pure pydantic: importing it
+loads no database driver.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
     python scripts/dump_schema.py --dsn postgresql://…/scratch
 
 The database must be freshly migrated and hold pgvector (as the embedded server does), so that the
-optional semantic-search tables are in the file. tests/test_schema_file.py checks the result.
+optional semantic-search tables are in the file. tests/integration/test_schema_file.py checks the result.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ by scripts/relay_matrix.py so that both see the same files."""
 
 from __future__ import annotations
 
+import json
+import uuid
 from pathlib import Path
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -26,3 +28,18 @@ def fixtures(agent: str) -> list[Path]:
     for pattern in FIXTURE_GLOBS.get(agent, ()):
         found.extend(sorted(FIXTURES.glob(pattern)))
     return found
+
+
+def claude_transcript(turns: int = 6) -> str:
+    """A small Claude Code transcript (the JSONL shape the adapter reads: uuid/parentUuid chain)."""
+    session, parent, lines = str(uuid.uuid4()), None, []
+    for i in range(turns):
+        record_id = str(uuid.uuid4())
+        message = ({"role": "user", "content": f"question {i}"} if i % 2 == 0 else
+                   {"id": f"msg_{i}", "type": "message", "role": "assistant", "model": "m",
+                    "content": [{"type": "text", "text": f"answer {i}"}]})
+        lines.append(json.dumps({"type": message["role"], "uuid": record_id, "parentUuid": parent,
+                                 "sessionId": session, "timestamp": f"2026-01-01T00:00:{i:02d}.000Z", "cwd": "/tmp",
+                                 "version": "2.1.0", "message": message}) + "\n")
+        parent = record_id
+    return "".join(lines)

@@ -25,6 +25,11 @@ from mcp_memory.core.service import Service
 from mcp_memory.store import embedded, migrate
 from mcp_memory.wiring import build
 
+# The support modules at this folder's root (imported by bare name from every tier) get pytest's
+# assertion messages like test modules do; registered before any test module imports them.
+pytest.register_assert_rewrite("agent_fixtures", "archive_support", "http_support", "rest_support",
+                               "security_support", "semantic_support", "ui_support")
+
 TEMPLATE = f"mm_template_{os.getpid()}"
 # tests make git commits of their own (tampering with an archive): they must not depend on the
 # machine's git identity, which a fresh checkout with a new HOME does not have

@@ -15,6 +15,7 @@ import stat
 import subprocess
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import IO
 
 from ..errors import Invalid, Unavailable
 from . import layout
@@ -490,43 +491,55 @@ def list_files(repo: Path, *, rev: str = layout.BRANCH) -> list[str]:
 
 def read_files(repo: Path, paths: list[str], *, rev: str = layout.BRANCH) -> Iterator[tuple[str, bytes]]:
     """The committed content of each path at `rev`, streamed by one `git cat-file --batch`."""
-    proc = subprocess.Popen(["git", "cat-file", "--batch"], cwd=repo, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, env={**os.environ, **_ENV})
+    proc, send, answers = _cat_file_batch(repo)
     try:
         for path in paths:
-            proc.stdin.write(f"{rev}:{path}\n".encode())
-            proc.stdin.flush()
-            header = proc.stdout.readline().split()
+            send.write(f"{rev}:{path}\n".encode())
+            send.flush()
+            header = answers.readline().split()
             if len(header) < 3:
                 raise GitError(f"git cat-file: {path} is missing at {rev}")
-            data = proc.stdout.read(int(header[2]))
-            proc.stdout.read(1)  # the newline after each object
+            data = answers.read(int(header[2]))
+            answers.read(1)  # the newline after each object
             yield path, data
     finally:
-        proc.stdin.close()
+        send.close()
         proc.wait()
+        answers.close()
 
 
 def read_blobs(repo: Path, specs: list[str]) -> Iterator[tuple[str, bytes | None]]:
     """The content of each `rev:path` spec (None when the path is missing there), one `git cat-file --batch`."""
     if not repo.is_dir():
         raise GitError(f"the archive repository folder {repo} does not exist (removed or not mounted?)")
-    proc = subprocess.Popen(["git", "cat-file", "--batch"], cwd=repo, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, env={**os.environ, **_ENV})
+    proc, send, answers = _cat_file_batch(repo)
     try:
         for spec in specs:
-            proc.stdin.write(f"{spec}\n".encode())
-            proc.stdin.flush()
-            header = proc.stdout.readline().split()
+            send.write(f"{spec}\n".encode())
+            send.flush()
+            header = answers.readline().split()
             if len(header) < 3 or header[-1] == b"missing":
                 yield spec, None
                 continue
-            data = proc.stdout.read(int(header[2]))
-            proc.stdout.read(1)
+            data = answers.read(int(header[2]))
+            answers.read(1)
             yield spec, data
     finally:
-        proc.stdin.close()
+        send.close()
         proc.wait()
+        answers.close()
+
+
+def _cat_file_batch(repo: Path) -> tuple[subprocess.Popen[bytes], IO[bytes], IO[bytes]]:
+    """A `git cat-file --batch` in `repo` with its request and answer pipes (both asked for, so
+    both are there: the check only says so to the type checker)."""
+    proc = subprocess.Popen(["git", "cat-file", "--batch"], cwd=repo, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, env={**os.environ, **_ENV})
+    if proc.stdin is None or proc.stdout is None:
+        proc.kill()
+        proc.wait()
+        raise GitError("git cat-file --batch started without its pipes")
+    return proc, proc.stdin, proc.stdout
 
 
 def tag_subjects(repo: Path) -> dict[str, tuple[str, str]]:

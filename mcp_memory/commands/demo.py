@@ -11,6 +11,7 @@ import argparse
 import json
 import time
 import uuid
+from typing import Any
 
 from .. import launcher
 from ..config import Settings
@@ -37,7 +38,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
                                                "cwd": "/work/shop"})
         print(f"1. Claude Code created session {session.session_id} in project {PROJECT!r}")
         call_id = f"call_{run_id}"
-        turns = [
+        turns: list[dict[str, Any]] = [
             {"append_id": f"demo-{run_id}-1", "role": "user", "content": "The order test fails randomly. Why?"},
             {"append_id": f"demo-{run_id}-2", "role": "assistant", "content": "Let me look at the test first.",
              "thinking": {"content": "Random failures smell like shared state or timing.", "encrypted": False},

@@ -13,7 +13,6 @@ silently. A mode asked for that cannot run falls back to full text and says why 
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -32,8 +31,6 @@ VECTOR_WEIGHT = 1.0  # the nearest vector against the best word match (1); const
 VECTOR_POOL = 200  # nearest message vectors fetched
 VECTOR_FLOOR = 0.3  # share of VECTOR_WEIGHT left when full text is sure (vector_weight)
 VECTOR_BASE = 0.5  # quantile of the pool that scales to 0 (0.0: the farthest fetched)
-PEAK_LOW = 0.0  # trust() thresholds, in standard deviations (PEAK_HIGH <= PEAK_LOW: always trusted)
-PEAK_HIGH = 0.0
 
 
 @dataclass(frozen=True)
@@ -159,10 +156,9 @@ def combine(mode: SearchMode, lexical: dict[ranking.Key, float], near: list[Near
         return similarity
     best = max(lexical.values(), default=0.0)
     fused = {key: score / best for key, score in lexical.items()} if best > 0 else {}
-    weight = vector_weight * trust(list(similarity.values()))
-    if similarity and weight > 0:
+    if similarity and vector_weight > 0:
         for key, value in ranking.with_neighbours(above_typical(similarity)).items():
-            fused[key] = fused.get(key, 0.0) + weight * value
+            fused[key] = fused.get(key, 0.0) + vector_weight * value
     return fused
 
 
@@ -193,16 +189,3 @@ def above_typical(similarity: dict[ranking.Key, float]) -> dict[ranking.Key, flo
     if span <= 0:
         return {}
     return {key: (value - base) / span for key, value in similarity.items() if value > base}
-
-
-def trust(values: list[float]) -> float:
-    """How peaked the similarities of this query are: the nearest's distance above the pool's mean,
-    in standard deviations, mapped linearly from PEAK_LOW (0: a flat pool, the vectors know nothing
-    special) to PEAK_HIGH (1). A flat pool is what an off-topic or badly embedded question gives."""
-    if len(values) < 3 or PEAK_HIGH <= PEAK_LOW:
-        return 1.0
-    spread = statistics.pstdev(values)
-    if spread <= 0:
-        return 0.0
-    peak = (max(values) - statistics.fmean(values)) / spread
-    return min(1.0, max(0.0, (peak - PEAK_LOW) / (PEAK_HIGH - PEAK_LOW)))

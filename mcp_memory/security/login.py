@@ -40,7 +40,7 @@ def normalise_dsn(dsn: str, token: str) -> str:
     except psycopg.ProgrammingError as exc:
         raise Invalid(f"--dsn is not a PostgreSQL DSN: {exc}") from None
     role = parse_token(token)
-    user = params.get("user")
+    user = str(params["user"]) if params.get("user") is not None else None
     if role and user and user != role:
         raise Invalid(f"this token belongs to role {role}, but the DSN connects as {user}")
     return role_dsn(dsn, user or role or "")
@@ -79,7 +79,7 @@ def login(settings: Settings, *, dsn: str, token: str, check: bool = True,
         raise Invalid("the token is empty")
     clean = normalise_dsn(dsn, token)
     role, projects, read_only = (verify(clean, token, timeout=settings.connect_timeout) if check
-                                 else (conninfo_to_dict(clean).get("user", ""), [], False))
+                                 else (str(conninfo_to_dict(clean).get("user") or ""), [], False))
     fallback = store_password(clean, token, fallback=settings.credentials_file)
     record_dsn(settings.write_config_path, clean, pgbouncer=pgbouncer)
     return LoginResult(dsn=mask_dsn(clean), role=role, account=keyring_account(clean), fallback_file=fallback,

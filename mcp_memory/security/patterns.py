@@ -17,7 +17,7 @@ Every rule costs time linear in the text, whatever the text (a message is attack
 quantifier over overlapping classes is nested in another, repetitions that may scan far are
 possessive (`*+`, `++`: a failed match is never retried with a shorter run) or bounded, and a rule
 that must look far ahead (a private key's END line) consumes what it scanned instead of scanning it
-again from the next start. tests/test_redaction_timing.py times each rule on adversarial 1 MiB texts.
+again from the next start. tests/unit/test_redaction_timing.py times each rule on adversarial 1 MiB texts.
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ class Migration:
 
 # Until schema 12, the recorded checksum covered the whole file, comments included. These are the
 # digests of the files as they were applied then; their statements are unchanged since (only
-# comments were reworded), which `tests/test_migrations.py` checks against `checksum`.
+# comments were reworded), which `tests/integration/test_migrations.py` checks against `checksum`.
 _FULL_TEXT_CHECKSUMS: dict[int, tuple[str, ...]] = {
     1: ("f19ead75e76d0999",), 3: ("9a2f63199a5649be",), 4: ("d7697dda6a13de62",),
     5: ("39b5d54d440a64a5",), 6: ("7bbfaabb829bb978",), 7: ("ce0cb24ca8fcf975",),

@@ -4,7 +4,7 @@ The schema's history is in `migrations/`; its present shape is here: what `pg_du
 (the embedded server's, so its version matches) prints for a freshly migrated database, without
 owners, grants and what changes from one dump to the next (the server version, session settings,
 psql's restrict keys). Grants are left to roles.py and `db migrate`, which re-asserts them on every
-run. tests/test_schema_file.py diffs a migrated database against the committed file; regenerate it
+run. tests/integration/test_schema_file.py diffs a migrated database against the committed file; regenerate it
 with `python scripts/dump_schema.py --dsn <a freshly migrated database>`.
 """
 

@@ -81,6 +81,9 @@ class AppServer:
     def __exit__(self, *exc: object) -> None:
         self.process.kill()
         self.process.wait(timeout=10)
+        for pipe in (self.process.stdin, self.process.stdout):  # closed here, not left to the GC
+            if pipe is not None:
+                pipe.close()
 
     def _send(self, message: dict) -> None:
         assert self.process.stdin is not None
