@@ -28,11 +28,12 @@ def host_name() -> str:
 
 
 def spool_state(folder: Path) -> tuple[int, datetime | None]:
-    """The number of spool files and when the oldest was written (from its name: the nanoseconds
-    spool.py starts it with; the file's mtime where a name does not start so)."""
+    """The number of spool files (those set aside as unreadable included: not delivered either) and
+    when the oldest was written (from its name: the nanoseconds spool.py starts it with; the file's
+    mtime where a name does not start so)."""
     if not folder.is_dir():
         return 0, None
-    files = sorted(folder.glob("[0-9]*.json"))
+    files = sorted([*folder.glob("[0-9]*.json"), *folder.glob("[0-9]*.json.unreadable")], key=lambda p: p.name)
     if not files:
         return 0, None
     stamp = files[0].name.split("-", 1)[0]

@@ -4,7 +4,8 @@ A hop keeps a session when every user and assistant text, every tool call with i
 the thinking come back; whatever does not come back must be named in the target's write report.
 Texts are compared after whitespace folding and by containment, because targets may split or merge
 messages; tool calls are paired with their results by (name, arguments, result text), because
-targets may rename call ids.
+targets may rename call ids. Going to another agent, the source agent's own scaffolding
+(scaffolding.py) is left out first, as `export` does.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import scaffolding
 from ..schema import MessageIn
 from . import adapter_for, names
 from .base import MappingReport, NeutralSession, WriteOptions
@@ -133,6 +135,8 @@ def relay(source: str, target: str, fixture: Path, *, out_dir: Path | None = Non
     """Run every session of `fixture` from `source` through `target`; one Hop per session."""
     hops = []
     for session in adapter_for(source).read([fixture]):
+        if source != target:  # as export does: the source agent's own scaffolding is not another agent's turn
+            session.messages, _ = scaffolding.without_scaffolding(session.messages)
         hop = Hop(source=source, target=target, fixture=fixture.name)
         with tempfile.TemporaryDirectory(prefix="relay-") as scratch:
             written = adapter_for(target).write(session, Path(out_dir or scratch), WriteOptions())

@@ -86,7 +86,9 @@ def test_session_start_hook(monkeypatch, capsys, fresh_db, tmp_path, service, hi
     named = cli(monkeypatch, capsys, fresh_db, tmp_path, "recall", "--hook", "--agent", "claude-code", stdin=event)
     assert named[:2] == (0, out)
     # an agent whose hooks cannot add context, or none at all: nothing printed, and no failure
-    for agent in ("codex", "no-such-agent"):
+    codex = cli(monkeypatch, capsys, fresh_db, tmp_path, "recall", "--hook", "--agent", "codex", stdin=event)
+    assert "订单模块暂不引入消息队列" in json.loads(codex[1])["hookSpecificOutput"]["additionalContext"]
+    for agent in ("openai", "no-such-agent"):
         assert cli(monkeypatch, capsys, fresh_db, tmp_path, "recall", "--hook", "--agent", agent,
                    stdin=event)[:2] == (0, "")
     other = json.dumps({"cwd": str(tmp_path)})

@@ -65,9 +65,12 @@ def wait_stored(dsn: str, count: int, data_dir: Path) -> list[dict[str, Any]]:
 
 
 def chat_file(home: Home) -> Path:
-    files = sorted((Path(home.env["HOME"]) / ".gemini" / "tmp").rglob("chats/session-*.jsonl"))
-    assert len(files) == 1, files
-    return files[0]
+    """The session's chat file Gemini wrote last: a resume that starts in a later minute writes the
+    session into a file of that minute's name, and the earlier one stays beside it."""
+    files = sorted((Path(home.env["HOME"]) / ".gemini" / "tmp").rglob("chats/session-*.jsonl"),
+                   key=lambda p: p.stat().st_mtime)
+    assert files and len({f.stem.rsplit("-", 1)[-1] for f in files}) == 1, files  # one session
+    return files[-1]
 
 
 def test_the_hook_stores_each_turn_and_a_resumed_turn_adds_only_new_messages(tmp_path, settings, profile):

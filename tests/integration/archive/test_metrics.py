@@ -160,9 +160,10 @@ def test_hosts_report_their_capture_spool_and_metrics_show_it(settings, owner_db
     env = _host_env(profile, tmp_path, writer, "host")
     spool = tmp_path / "host" / "mcp-memory" / "spool"
     spool.mkdir(parents=True, mode=0o700)
-    stuck = spool / "1700000000000000000-deadbeef.json"  # a spool file the hook cannot read: it stays
+    stuck = spool / "1700000000000000000-deadbeef.json"  # a spool file the hook cannot read: set aside, kept
     stuck.write_text("{not json")
     assert _hook(env, transcript).returncode == 0  # a hook never fails the agent
+    stuck = stuck.with_name(stuck.name + ".unreadable")
     assert stuck.exists()
     with owner_db.transaction() as conn:
         rows = conn.execute("SELECT role_name, host, spool_files, oldest_spooled_at FROM host_reports").fetchall()
