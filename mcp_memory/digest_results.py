@@ -9,6 +9,14 @@ from pydantic import BaseModel, Field
 DigestKind = Literal["decision", "question", "file", "command"]
 
 
+def digest_uri(project_id: str, day: str | None = None, session_id: str | None = None) -> str:
+    """The memory:// resource of a digest (mcp/resources.py reads it)."""
+    if session_id:
+        return f"memory://sessions/{session_id}/digest"
+    base = f"memory://projects/{project_id}/digest"
+    return f"{base}/{day}" if day else base
+
+
 class DigestSource(BaseModel):
     """Where a digest line comes from: a stored message (session_id + seq) or a decision."""
 

@@ -109,14 +109,15 @@ def touched(rows: Iterable[Row]) -> tuple[Touched, Touched]:
             function = call.get("function") if isinstance(call, Mapping) else None
             if not isinstance(function, Mapping) or scaffolding.memory_tool(function.get("name")) is not None:
                 continue
-            tool = function.get("name") if isinstance(function.get("name"), str) else ""
+            name = function.get("name")
+            tool = _one_line(name)[:60] if isinstance(name, str) else ""
             source = DigestSource(session_id=row.session_id, seq=row.seq)
             arguments = _arguments(function.get("arguments"))
             for path in _paths(arguments):
-                files.add(path, source, _one_line(tool)[:60])
+                files.add(path, source, tool)
             command = _command(arguments)
             if command:
-                commands.add(command, source, _one_line(tool)[:60])
+                commands.add(command, source, tool)
     return files, commands
 
 

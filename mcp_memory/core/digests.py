@@ -15,7 +15,7 @@ from typing import Any
 
 from psycopg.rows import dict_row
 
-from ..digest_results import Digest, DigestLine, DigestSource
+from ..digest_results import Digest, DigestLine, DigestSource, digest_uri
 from ..errors import Invalid
 from ..memory_results import Decision
 from ..operations import MAX_MATCHES
@@ -64,14 +64,6 @@ FROM (SELECT session_id FROM sessions WHERE project_id = %(project_id)s
 CROSS JOIN LATERAL (SELECT created_at FROM messages m WHERE m.session_id = s.session_id
                     ORDER BY seq DESC LIMIT 1) last
 ORDER BY day DESC LIMIT %(days)s"""
-
-
-def uri(project_id: str, day: str | None = None, session_id: str | None = None) -> str:
-    """The memory:// resource of a digest (mcp/resources.py reads it)."""
-    if session_id:
-        return f"memory://sessions/{session_id}/digest"
-    base = f"memory://projects/{project_id}/digest"
-    return f"{base}/{day}" if day else base
 
 
 def check_day(day: Any) -> date:
@@ -157,13 +149,13 @@ def _build(project_id: str, rows: list[Row], found: list[Decision], *, day: str 
     sessions = sorted({r.session_id for r in rows} | {d.session_id for d in found})
     digest = Digest(project_id=project_id, day=day, session_id=session_id, text="", lines=lines,
                     sessions=sessions, messages=len(rows), truncated=truncated,
-                    uri=uri(project_id, day, session_id))
+                    uri=digest_uri(project_id, day, session_id))
     digest.text = render(digest)
     return digest
 
 
 def _empty(project_id: str, day: str | None) -> Digest:
-    return Digest(project_id=project_id, day=day, text="", lines=[], sessions=[], messages=0, uri=uri(project_id))
+    return Digest(project_id=project_id, day=day, text="", lines=[], sessions=[], messages=0, uri=digest_uri(project_id))
 
 
 def _decision_line(d: Decision) -> DigestLine:
