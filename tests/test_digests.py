@@ -9,11 +9,13 @@ import time
 
 import pytest
 from mcp import Client
+from test_rest import Server
 
 from mcp_memory.cli import main
 from mcp_memory.errors import Invalid, NotFound
 from mcp_memory.mcp.server import build_server
 
+pytest_plugins = ["test_security_support"]
 DAY1, DAY2 = "2026-03-01", "2026-03-02"
 
 
@@ -193,3 +195,36 @@ def test_a_busy_day_is_computed_fast_enough(service) -> None:
     assert digest.messages == 5000 and len([line for line in digest.lines if line.kind == "file"]) == 300
     print(f"digest of 5000 messages: {elapsed:.3f} s")
     assert elapsed < 3.0, elapsed
+
+
+def test_library_digest(settings, shop) -> None:
+    from mcp_memory import Memory
+
+    with Memory(settings=settings) as mem:
+        assert mem.digest("shop", day=DAY2).sessions == sorted([shop["second"], shop["third"]])
+        assert mem.recall("review", project_id="shop", from_digest=True).digests[0].day == DAY2
+
+
+@pytest.fixture
+def rest(settings, owner_db):
+    """The REST app on a real uvicorn server (as in test_rest.py)."""
+    from mcp_memory.http.app import HttpOptions, create_app
+    from mcp_memory.http.auth import TokenRegistry
+    from mcp_memory.wiring import build
+
+    registry = TokenRegistry(settings, owner_db.dsn(), lambda s: build(s, application_name="mcp-memory digest-test"),
+                             recheck_seconds=0)
+    with Server(create_app(registry, HttpOptions(max_body_bytes=64 * 1024, rate_limit=0))) as server:
+        yield server
+
+
+def test_rest_digest_is_scoped_by_the_token(rest, make_token, shop) -> None:
+    token = make_token("dig", ["shop"], read_only=True).token
+    reply = rest.call("GET", f"/v1/digests?project_id=shop&day={DAY1}", token=token)
+    assert reply.status == 200 and reply.body["day"] == DAY1 and "`src/orders.py` [Edit]" in reply.body["text"]
+    session = rest.call("GET", f"/v1/digests?project_id=shop&session_id={shop['third']}", token=token)
+    assert "Reviews need two approvals" in session.body["text"]
+    hidden = rest.call("GET", f"/v1/digests?project_id=other&day={DAY2}", token=token)
+    assert hidden.status == 200 and hidden.body["lines"] == [] and hidden.body["sessions"] == []
+    bad = rest.call("GET", "/v1/digests?project_id=shop&day=soon", token=token)
+    assert bad.status == 400 and bad.body["error"]["code"] == "invalid"
