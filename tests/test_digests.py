@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import time
+from datetime import UTC, datetime
 
 import pytest
 from mcp import Client
@@ -228,3 +229,21 @@ def test_rest_digest_is_scoped_by_the_token(rest, make_token, shop) -> None:
     assert hidden.status == 200 and hidden.body["lines"] == [] and hidden.body["sessions"] == []
     bad = rest.call("GET", "/v1/digests?project_id=shop&day=soon", token=token)
     assert bad.status == 400 and bad.body["error"]["code"] == "invalid"
+
+
+def test_a_question_answered_on_a_later_day_is_not_open_and_a_changed_decision_shows_that_day(service,
+                                                                                                shop) -> None:
+    assert "Shall I also add retries?" in service.get_digest("shop", day=DAY1).text
+    service.append_message(shop["first"], {"role": "user", "content": "Yes, three retries.",
+                                           "created_at": _at(DAY2, 30)})
+    day1 = service.get_digest("shop", day=DAY1)
+    assert not [line for line in day1.lines if line.kind == "question"]
+    assert day1.messages == 10  # the answer is read only to close the question, not digested on day 1
+
+    rejected = service.search_decisions(project_id="shop", status="rejected").decisions[0]
+    service.update_decision(rejected.decision_id, rejected.version, status="superseded")
+    # the change happens now, a day without messages (the decisions were recorded today as well)
+    changed = service.get_digest("shop", day=datetime.now(UTC).date().isoformat())
+    statuses = {line.sources[0].decision_id: line.status for line in changed.lines}
+    assert statuses[rejected.decision_id] == "superseded" and changed.messages == 0
+    _assert_sources_exist(service, changed)

@@ -6,8 +6,8 @@ echoes of mcp-memory's own tools are never quoted, and calls of our own tools ar
 
 Definitions (kept simple on purpose, README "Digests"):
 - an open question is a user or assistant turn whose conversation text ends with "?" (or "？")
-  and after which the same session has no turn with text by the other party (user ↔ assistant)
-  among the messages the digest reads;
+  and after which the same session has no turn with text by the other party (user ↔ assistant):
+  among the messages the digest reads and, for a day, the session's turns after that day;
 - a file is the value of a path argument (file_path, filePath, path, notebook_path,
   absolute_path, paths) of an agent's tool call, or a file named in an apply_patch input;
 - a command is the `command` / `cmd` argument of a tool call (an argv list is joined with
@@ -35,7 +35,7 @@ LIST_FILE_KEYS = ("paths",)
 COMMAND_KEYS = ("command", "cmd")
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTILINE)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
-_QUESTION_END = ("?", "？")
+QUESTION_END = ("?", "？")
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+")
 
 
@@ -81,15 +81,18 @@ def conversation_rows(rows: list[Row]) -> list[Row]:
             and scaffolding.echo_tool(r.payload, calls) is None]
 
 
-def open_questions(rows: list[Row]) -> list[DigestLine]:
-    """Questions (last sentence of a user/assistant turn ending in '?') with no later turn with text
-    by the other party in the same session."""
+def open_questions(rows: list[Row], later: list[Row] | None = None) -> list[DigestLine]:
+    """Questions (last sentence of a user/assistant turn ending in '?') among `rows` with no later
+    turn with text by the other party in the same session, among `rows` and `later` (the turns after
+    the digest's window)."""
     lines = []
-    for index, row in enumerate(rows):
+    reportable = len(rows)
+    rows = rows + (later or [])
+    for index, row in enumerate(rows[:reportable]):
         if row.role not in ("user", "assistant"):
             continue
         text = text_of(row.payload)
-        if not text.endswith(_QUESTION_END):
+        if not text.endswith(QUESTION_END):
             continue
         other = "assistant" if row.role == "user" else "user"
         answered = any(r.session_id == row.session_id and r.role == other and text_of(r.payload)

@@ -26,6 +26,7 @@ from . import decisions as decisions_core
 from . import sessions as sessions_core
 from .digest_extract import Row, conversation_rows, open_questions, touched, touched_lines
 
+LATER_CAP = 2_000  # turns after the day read to see whether its questions were answered
 MAX_MESSAGES = 20_000  # read per digest (the oldest first); `truncated` says when a day had more
 RECENT_SESSIONS = 50  # a project's most recently written sessions: where its latest days are found
 SECTION_CAP = {"decision": 50, "question": 20, "file": 50, "command": 30}
@@ -51,11 +52,17 @@ SESSION_ROWS = f"""
 SELECT m.session_id, m.seq, m.role, {_SLIM} AS payload
 FROM messages m WHERE m.session_id = %(session_id)s ORDER BY m.seq LIMIT %(cap)s"""
 DAY_DECISIONS = """
-SELECT decision_id, session_id, message_seq, created_at FROM decisions
+SELECT decision_id, session_id, message_seq, created_at, updated_at FROM decisions
 WHERE project_id = %(project_id)s
-  AND ((created_at >= %(start)s AND created_at < %(end)s)
+  AND ((created_at >= %(start)s AND created_at < %(end)s) OR (updated_at >= %(start)s AND updated_at < %(end)s)
        OR (session_id = ANY(%(sessions)s) AND message_seq IS NOT NULL))
 ORDER BY created_at DESC, decision_id LIMIT %(cap)s"""
+# user/assistant turns after a day in the sessions that ended the day with a question
+LATER_ROWS = f"""
+SELECT m.session_id, m.seq, m.role, {_SLIM} AS payload
+FROM messages m
+WHERE m.session_id = ANY(%(sessions)s) AND m.created_at >= %(end)s AND m.role IN ('user', 'assistant')
+ORDER BY m.session_id, m.seq LIMIT %(cap)s"""
 # the UTC days of the last messages of the project's most recently written sessions, newest first
 RECENT_DAYS = """
 SELECT DISTINCT (last.created_at AT TIME ZONE 'UTC')::date AS day
@@ -108,22 +115,36 @@ def _day_digest(db: Database, project_id: str, day: date) -> Digest:
                           prepare=False).fetchall()
     rows = [Row(r["session_id"], r["seq"], r["role"], r["payload"]) for r in raw[:MAX_MESSAGES]]
     found = _day_decisions(db, project_id, rows, start, end)
-    return _build(project_id, rows, found, day=day.isoformat(), truncated=len(raw) > MAX_MESSAGES)
+    return _build(project_id, rows, found, day=day.isoformat(), truncated=len(raw) > MAX_MESSAGES,
+                  later=_later_turns(db, rows, end))
 
 
 def _day_decisions(db: Database, project_id: str, rows: list[Row], start: datetime, end: datetime) -> list[Decision]:
-    """The decisions recorded that day, and those whose message is among the day's messages (an
-    imported history's decisions are recorded later than their messages), newest first."""
+    """The decisions recorded or changed (status, supersession) that day, and those whose message is
+    among the day's messages (an imported history's decisions are recorded later than their
+    messages), newest first."""
     keys = {(r.session_id, r.seq) for r in rows}
     params = {"project_id": project_id, "start": start, "end": end, "sessions": sorted({r.session_id for r in rows}),
               "cap": MAX_MATCHES * 4}
     with db.transaction() as conn, conn.cursor(row_factory=dict_row) as cur:
         candidates = cur.execute(DAY_DECISIONS, params, prepare=False).fetchall()
         chosen = [c["decision_id"] for c in candidates
-                  if start <= c["created_at"] < end or (c["session_id"], c["message_seq"]) in keys][:MAX_MATCHES]
+                  if start <= c["created_at"] < end or start <= c["updated_at"] < end
+                  or (c["session_id"], c["message_seq"]) in keys][:MAX_MATCHES]
         store = MemoryStore(conn)
         found = [store.get_decision(decision_id) for decision_id in chosen]
     return [d for d in found if d is not None]
+
+
+def _later_turns(db: Database, rows: list[Row], end: datetime) -> list[Row]:
+    """The user/assistant turns after the day in the sessions with a question open at the day's end:
+    they tell whether it was answered later."""
+    asking = sorted({line.sources[0].session_id for line in open_questions(conversation_rows(rows))})
+    if not asking:
+        return []
+    with db.transaction() as conn, conn.cursor(row_factory=dict_row) as cur:
+        raw = cur.execute(LATER_ROWS, {"sessions": asking, "end": end, "cap": LATER_CAP}, prepare=False).fetchall()
+    return [Row(r["session_id"], r["seq"], r["role"], r["payload"]) for r in raw]
 
 
 def _session_digest(db: Database, project_id: str, session_id: Any) -> Digest:
@@ -141,10 +162,10 @@ def _session_digest(db: Database, project_id: str, session_id: Any) -> Digest:
 
 
 def _build(project_id: str, rows: list[Row], found: list[Decision], *, day: str | None = None,
-           session_id: str | None = None, truncated: bool = False) -> Digest:
+           session_id: str | None = None, truncated: bool = False, later: list[Row] | None = None) -> Digest:
     kept = conversation_rows(rows)
     files, commands = touched(kept)
-    lines = ([_decision_line(d) for d in reversed(found)] + open_questions(kept)
+    lines = ([_decision_line(d) for d in reversed(found)] + open_questions(kept, conversation_rows(later or []))
              + touched_lines("file", files) + touched_lines("command", commands))
     sessions = sorted({r.session_id for r in rows} | {d.session_id for d in found})
     digest = Digest(project_id=project_id, day=day, session_id=session_id, text="", lines=lines,
