@@ -104,3 +104,21 @@ async def test_a_token_sees_only_its_projects_resources(settings, profile, store
         assert "[not_found]" in other.value.error.message
         prompt = await client.get_prompt("resume_from_history", {"project_id": "secret", "task": "plans"})
         assert "SECRETWORD" not in prompt.messages[0].content.text
+
+
+async def test_hostile_uris_and_prompt_arguments_get_coded_errors(service, stored) -> None:
+    from mcp_memory.mcp.server import build_server
+
+    async with Client(build_server(lambda: service), mode="legacy") as client:
+        with pytest.raises(MCPError) as long:
+            await client.read_resource("memory://projects/" + "p" * 5000 + "/digest")
+        assert long.value.code == -32602 and long.value.error.message.startswith("[invalid] project_id has 5000")
+        with pytest.raises(MCPError) as nul:
+            await client.get_prompt("resume_from_history", {"project_id": "shop", "task": "a\x00b"})
+        assert "[invalid] task" in nul.value.error.message
+        with pytest.raises(MCPError) as unknown:
+            await client.read_resource(f"memory://decisions/dec_{'0' * 32}")
+        assert unknown.value.code == -32002 and unknown.value.error.message.startswith("[not_found] decision")
+        with pytest.raises(MCPError) as day:
+            await client.read_resource("memory://projects/shop/digest/tomorrow")
+        assert day.value.code == -32602 and "[invalid] day" in day.value.error.message

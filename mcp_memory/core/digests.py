@@ -18,7 +18,7 @@ from psycopg.rows import dict_row
 from ..digest_results import Digest, DigestLine, DigestSource, digest_uri
 from ..errors import Invalid
 from ..memory_results import Decision
-from ..operations import MAX_MATCHES
+from ..operations import MAX_MATCHES, MAX_PROJECT_CHARS
 from ..search.snippet import shorten
 from ..store.db import Database
 from ..store.memory_store import MemoryStore
@@ -85,8 +85,8 @@ def check_day(day: Any) -> date:
 def get(db: Database, project_id: Any, *, day: Any = None, session_id: Any = None) -> Digest:
     """The digest of one UTC day of the project (default: its latest day with messages) or of one
     session of it."""
-    if not isinstance(project_id, str) or not project_id:
-        raise Invalid("project_id must be a non-empty string")
+    if not isinstance(project_id, str) or not project_id or len(project_id) > MAX_PROJECT_CHARS:
+        raise Invalid(f"project_id must be a non-empty string of at most {MAX_PROJECT_CHARS} characters")
     if day is not None and session_id is not None:
         raise Invalid("day and session_id exclude each other: give one (or neither for the latest day)")
     if session_id is not None:

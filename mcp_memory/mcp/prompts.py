@@ -50,5 +50,5 @@ def register(server: MemoryServer, get_service: Callable[[], Service]) -> None:
             head = INSTRUCTIONS.format(project=project_id, task=f" (task: {task.strip()})" if task.strip() else "")
             return f"{head}\n\n{block or NOTHING}"
 
-        text = await run(f"prompt resume_from_history {project_id}", work)
+        text = await run("prompt resume_from_history", work, {"project_id": project_id, "task": task})
         return [UserMessage(content=text)]

@@ -24,6 +24,7 @@ import anyio
 from mcp.shared.exceptions import MCPError
 from mcp.types import Resource as MCPResource
 
+from .. import jsoncheck
 from ..digest_results import digest_uri
 from ..errors import Invalid, McpMemoryError, internal
 
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+MAX_ARGUMENT = 4096  # characters of a URI part or prompt argument
 SESSION_PAGE = 200  # messages in a session resource (read_session pages on from next_after_seq)
 LISTED_SESSIONS = 20  # concrete resources in resources/list: the latest sessions and their projects
 JSON = "application/json"
@@ -46,9 +48,17 @@ def error(exc: McpMemoryError, uri: str) -> MCPError:
     return MCPError(code=CODES.get(exc.code, -32603), message=exc.render(), data={"code": exc.code, "uri": uri})
 
 
-async def run(uri: str, work: Callable[[], str]) -> str:
-    """Run blocking service work off the event loop; coded errors leave as JSON-RPC errors."""
+async def run(uri: str, work: Callable[[], str], arguments: dict[str, str] | None = None) -> str:
+    """Run blocking service work off the event loop; coded errors leave as JSON-RPC errors. The
+    arguments (URI parts, prompt arguments) are screened first: text PostgreSQL cannot hold, or
+    longer than any id or query, is `[invalid]` naming the argument."""
     try:
+        for name, value in (arguments or {}).items():
+            if len(value) > MAX_ARGUMENT:
+                raise Invalid(f"{name} has {len(value)} characters; at most {MAX_ARGUMENT}")
+        problem = jsoncheck.bad_text(arguments or {}, [])
+        if problem:
+            raise Invalid(problem)
         return await anyio.to_thread.run_sync(work)
     except McpMemoryError as exc:
         raise error(exc, uri) from exc
@@ -67,7 +77,7 @@ def register(server: MemoryServer, get_service: Callable[[], Service]) -> None:
                                  "view; page on with read_session(session_id, after_seq=next_after_seq).")
     async def session(session_id: str) -> str:
         return await run(f"memory://sessions/{session_id}", lambda: get_service().read_session(
-            session_id, limit=SESSION_PAGE).model_dump_json(exclude_none=True))
+            session_id, limit=SESSION_PAGE).model_dump_json(exclude_none=True), {"session_id": session_id})
 
     @server.resource("memory://sessions/{session_id}/digest", name="session-digest", mime_type=TEXT,
                      title="A session's digest",
@@ -78,31 +88,31 @@ def register(server: MemoryServer, get_service: Callable[[], Service]) -> None:
             service = get_service()
             project = service.get_session(session_id).project_id
             return _text(service.get_digest(project, session_id=session_id).text)
-        return await run(f"memory://sessions/{session_id}/digest", work)
+        return await run(f"memory://sessions/{session_id}/digest", work, {"session_id": session_id})
 
     @server.resource("memory://decisions/{decision_id}", name="decision", mime_type=JSON,
                      title="A recorded decision",
                      description="One decision: status, summary, rationale, alternatives, its session and message.")
     async def decision(decision_id: str) -> str:
         return await run(f"memory://decisions/{decision_id}",
-                         lambda: get_service().get_decision(decision_id).model_dump_json(exclude_none=True))
+                         lambda: get_service().get_decision(decision_id).model_dump_json(exclude_none=True),
+                         {"decision_id": decision_id})
 
     @server.resource("memory://projects/{project_id}/digest", name="project-digest", mime_type=TEXT,
                      title="A project's latest digest",
                      description="The project's latest day with messages: decisions with status, open questions, "
                                  "files and commands, each line with its sources.")
     async def project_digest(project_id: str) -> str:
-        return await run(digest_uri(project_id), lambda: _text(get_service().get_digest(project_id).text))
+        return await run(digest_uri(project_id), lambda: _text(get_service().get_digest(project_id).text),
+                         {"project_id": project_id})
 
     @server.resource("memory://projects/{project_id}/digest/{day}", name="project-day-digest", mime_type=TEXT,
                      title="A project's digest of one UTC day",
                      description="As the project digest, for one UTC day (YYYY-MM-DD).")
     async def project_day_digest(project_id: str, day: str) -> str:
-        def work() -> str:
-            if len(day) != 10:
-                raise Invalid("day must be a date YYYY-MM-DD (a UTC day)")
+        def work() -> str:  # the core checks the day (YYYY-MM-DD, a calendar date)
             return _text(get_service().get_digest(project_id, day=day).text)
-        return await run(digest_uri(project_id, day), work)
+        return await run(digest_uri(project_id, day), work, {"project_id": project_id, "day": day})
 
 
 def _text(text: str) -> str:
