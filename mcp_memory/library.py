@@ -19,6 +19,7 @@ from typing import Any, Self
 
 from .config import Settings
 from .core.service import Service
+from .digest_results import Digest
 from .memory_results import ContextOut, DecisionCreated, DecisionList, DecisionStatus, MatchList, Recall, SearchMode
 from .results import Exported, ImportResult, Page, View
 from .schema import Role
@@ -79,8 +80,13 @@ class Memory:
                                              session_id=session_id, since=since, until=until, limit=limit)
 
     def recall(self, query: str, *, project_id: str | None = None, limit: int = 5,
-               include_echoes: bool = False) -> Recall:
-        return self.service.recall(query, project_id=project_id, limit=limit, include_echoes=include_echoes)
+               include_echoes: bool = False, from_digest: bool = False) -> Recall:
+        return self.service.recall(query, project_id=project_id, limit=limit, include_echoes=include_echoes,
+                                   from_digest=from_digest)
+
+    def digest(self, project_id: str, *, day: str | None = None, session_id: str | None = None) -> Digest:
+        """As the get_digest tool: a day's (default: the latest) or a session's digest, lines with sources."""
+        return self.service.get_digest(project_id, day=day, session_id=session_id)
 
     def export_session(self, session_id: str, to: str, *, install: bool = False, cwd: str | None = None,
                        options: dict[str, str] | None = None) -> Exported:

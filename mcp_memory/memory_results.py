@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from .digest_results import Digest
+
 DecisionStatus = Literal["proposed", "accepted", "rejected", "superseded"]
 Visibility = Literal["private", "team", "public"]
 
@@ -118,6 +120,8 @@ class RecallItem(BaseModel):
 class Recall(BaseModel):
     text: str = Field(description="Prompt-ready block: decisions first, then messages; empty when nothing matched.")
     items: list[RecallItem]
+    digests: list[Digest] = Field(default_factory=list, description=(
+        "With from_digest: the project's latest day digests, newest first (their lines lead the text)."))
 
 
 class Agent(BaseModel):

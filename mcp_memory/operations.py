@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from . import agents
+from .digest_results import Digest
 from .memory_results import (
     Alternative,
     ContextOut,
@@ -290,6 +291,22 @@ class RecallHistory(Input):
     project_id: Project = None
     limit: Annotated[int, Field(ge=1, le=MAX_RECALL, description=f"At most this many items (max {MAX_RECALL}).")] = 5
     include_echoes: IncludeEchoes = False
+    from_digest: Annotated[bool, Field(
+        description="Start from digests: put the project's latest day digests (decisions, open questions, "
+                    "files, commands; each line with its source session#seq or decision id) before the "
+                    "matches. Needs project_id.")] = False
+
+
+class GetDigest(Input):
+    """A digest of what a project's agents stored on one day (or in one session): decisions with their
+    status, open questions, files and commands touched — quotes, each line linked to its source
+    messages (session_id#seq) or decision, computed from the stored history on every call. Drill
+    down with read_session. Without day and session_id: the project's latest day with messages."""
+
+    project_id: Annotated[str, Field(min_length=1, max_length=MAX_PROJECT_CHARS, description="The project.")]
+    day: Annotated[str | None, Field(pattern=r"^\d{4}-\d{2}-\d{2}$",
+                                     description="A UTC day, YYYY-MM-DD (default: the latest day with messages).")] = None
+    session_id: Annotated[str | None, Field(min_length=1, description="Digest this session instead of a day.")] = None
 
 
 # transfers to and from agents' native files (core/transfers.py) ---------------------------------
@@ -406,6 +423,8 @@ OPERATIONS: tuple[Operation, ...] = (
               Rest("GET", "/v1/search")),
     Operation("recall", "Recall history", RecallHistory, Recall, "read",
               Rest("GET", "/v1/recall")),
+    Operation("get_digest", "Get digest", GetDigest, Digest, "read",
+              Rest("GET", "/v1/digests")),
     Operation("export_session", "Export session to an agent", ExportSession, Exported, "write",
               Rest("POST", "/v1/sessions/{session_id}/export")),
     Operation("import_session", "Import an agent's session", ImportSession, ImportResult, "write",

@@ -36,11 +36,20 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     recall.add_argument("--json", action="store_true")
     recall.add_argument("--include-echoes", action="store_true",
                         help="also agents' earlier calls of mcp-memory's own tools and their results")
+    recall.add_argument("--from-digest", action="store_true",
+                        help="put the project's latest day digests first (needs --project)")
     recall.add_argument("--hook", action="store_true",
                         help="read the agent's hook JSON on stdin (Claude Code and Codex SessionStart, Gemini CLI "
                              "BeforeAgent, the OpenCode plugin), print what the agent adds; never fails")
     recall.add_argument("--agent", help="with --hook: the agent whose hook runs this "
                                          f"(default: {agents.SESSION_START_DEFAULT}, as installed by earlier versions)")
+
+    digest = sub.add_parser("digest", help="a project's day (or session) digest, each line with its sources "
+                                           "(as get_digest)",
+                            description="Example: mcp-memory digest --project shop --day 2026-03-01")
+    add_arguments(digest, "get_digest", {"project_id": ("--project",), "day": ("--day",),
+                                         "session_id": ("--session",)})
+    digest.add_argument("--json", action="store_true", help="print one JSON document")
 
     synonyms = sub.add_parser("synonyms", help="synonym groups applied at query time",
                               description="Example: mcp-memory synonyms add 消息队列 MQ 'message queue'")
@@ -70,7 +79,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
 
 def handlers() -> dict[str, Callable[..., int]]:
-    return {"search": search, "recall": recall, "synonyms": synonyms, "decisions": decisions, "reindex": reindex}
+    return {"search": search, "recall": recall, "digest": digest, "synonyms": synonyms, "decisions": decisions, "reindex": reindex}
 
 
 def search(settings: Settings, args: argparse.Namespace) -> int:
@@ -98,11 +107,21 @@ def recall(settings: Settings, args: argparse.Namespace) -> int:
         return 2
     with service(settings) as svc:
         result = svc.recall(args.query, project_id=args.project, limit=args.limit,
-                            include_echoes=args.include_echoes)
+                            include_echoes=args.include_echoes, from_digest=args.from_digest)
     if args.json:
         print_json(result)
     else:
         print(result.text or "nothing relevant in the history")
+    return 0
+
+
+def digest(settings: Settings, args: argparse.Namespace) -> int:
+    with service(settings) as svc:
+        result = svc.get_digest(**parse("get_digest", args))
+    if args.json:
+        print_json(result)
+    else:
+        print(result.text or f"nothing stored for this {'session' if result.session_id else 'day'}")
     return 0
 
 

@@ -8,15 +8,19 @@ import re
 from typing import Any
 
 from ..embeddings.providers import Provider
+from ..errors import Invalid
 from ..memory_results import Decision, MessageMatch, Recall, RecallItem
 from ..operations import MAX_RECALL
 from ..search.snippet import shorten
 from ..store.db import Database
 from . import decisions as decisions_core
+from . import digests as digests_core
 from . import hybrid
 from . import search as search_core
 
 MAX_LIMIT = MAX_RECALL
+DIGEST_DAYS = 2  # from_digest: the latest days with messages
+DIGEST_CAP = {"decision": 10, "question": 5, "file": 10, "command": 5}  # lines per section in the text
 ITEM_CHARS = 200
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 
@@ -46,10 +50,13 @@ def language(query: str) -> str:
 
 def recall(
     db: Database, query: Any, *, project_id: str | None = None, limit: Any = 5, embedder: Provider | None = None,
-    include_echoes: bool = False,
+    include_echoes: bool = False, from_digest: bool = False,
 ) -> Recall:
-    """Messages come from search in its default mode (hybrid when the project has vectors)."""
+    """Messages come from search in its default mode (hybrid when the project has vectors). With
+    `from_digest`, the project's latest day digests come first (their lines carry their sources)."""
     text = search_core.check_query(query)
+    if from_digest and not (isinstance(project_id, str) and project_id):
+        raise Invalid("from_digest needs project_id: digests are per project")
     limit = search_core.check_limit(limit, maximum=MAX_LIMIT)
     max_decisions = limit - min(2, limit // 2)  # leave room for at least some discussion
     found = decisions_core.search(db, text, project_id=project_id, limit=max_decisions)
@@ -60,7 +67,14 @@ def recall(
     matches = [m for m in matches if (m.session_id, m.seq) not in sources][: limit - len(found)]
     lang = language(text)
     items = [_decision_item(d, lang) for d in found] + [_message_item(m, lang) for m in matches]
-    return Recall(text=render(items, lang), items=items)
+    block = render(items, lang)
+    if not from_digest:
+        return Recall(text=block, items=items)
+    assert project_id is not None  # checked above
+    days = [digests_core.get(db, project_id, day=day) for day in digests_core.recent_days(db, project_id, DIGEST_DAYS)]
+    days = [d for d in days if d.lines]
+    heads = [digests_core.render(d, cap=DIGEST_CAP) for d in days]
+    return Recall(text="\n\n".join([*heads, block] if block else heads), items=items, digests=days)
 
 
 def _literal_hit(decision: Decision, text: str) -> bool:

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..config import Settings
+from ..digest_results import Digest
 from ..embeddings.providers import Provider
 from ..errors import Unavailable
 from ..memory_results import (
@@ -39,7 +40,7 @@ from ..results import (
 from ..schema import MessageIn, Role
 from ..store.append_listener import AppendListener
 from ..store.db import Database
-from . import context, decisions, embed, hybrid, recall, search, sessions, snapshots, transfers, waiting
+from . import context, decisions, digests, embed, hybrid, recall, search, sessions, snapshots, transfers, waiting
 from . import messages as messages_core
 from .indexer import Indexer
 from .sanitize import Cleaner
@@ -187,10 +188,15 @@ class Service:
                              until=until, limit=limit, hits_only=hits_only, include_echoes=include_echoes)
 
     def recall(self, query: str, *, project_id: str | None = None, limit: int = 5,
-               include_echoes: bool = False) -> Recall:
+               include_echoes: bool = False, from_digest: bool = False) -> Recall:
+        """from_digest: the project's latest day digests first (core/digests.py), then the matches."""
         self.indexer.catch_up(project_id if isinstance(project_id, str) else None)
         return recall.recall(self.db, query, project_id=project_id, limit=limit, embedder=self.embedder,
-                             include_echoes=include_echoes)
+                             include_echoes=include_echoes, from_digest=from_digest)
+
+    def get_digest(self, project_id: str, *, day: str | None = None, session_id: str | None = None) -> Digest:
+        """Computed from the stored rows on each call: a new message or decision shows at once."""
+        return digests.get(self.db, project_id, day=day, session_id=session_id)
 
     def add_synonyms(self, terms: list[str]) -> list[list[str]]:
         return search.add_synonyms(self.db, terms)

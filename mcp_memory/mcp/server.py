@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
@@ -24,6 +25,7 @@ from .. import __version__, jsoncheck
 from ..errors import McpMemoryError, internal
 from ..operations import OPERATIONS, Operation, call
 from ..schema import describe_validation_error
+from . import prompts, resources
 from .clients import with_client_agent
 
 # tool arguments whose strings may hold U+0000: message payloads, where the core replaces it
@@ -51,7 +53,24 @@ ANNOTATIONS = {
 
 
 class MemoryServer(MCPServer):
-    """MCPServer whose argument-validation errors carry the `[invalid]` code and name the field."""
+    """MCPServer whose argument-validation errors carry the `[invalid]` code and name the field, and
+    whose resources/list adds concrete memory:// resources (mcp/resources.py)."""
+
+    get_service: Callable[[], Service] | None = None
+
+    async def list_resources(self) -> list[Any]:
+        """The templates' instances for the latest sessions; none when the database is not there
+        (listing must not fail: reading a template's URI still works later)."""
+        found = await super().list_resources()
+        if self.get_service is None:
+            return found
+        get_service = self.get_service
+        try:
+            return found + await anyio.to_thread.run_sync(lambda: resources.listed(get_service()))
+        except Exception as exc:  # noqa: BLE001 — a listing never fails: the templates remain
+            coded = exc if isinstance(exc, McpMemoryError) else internal(exc, log)
+            log.warning("resources/list without concrete resources: %s", coded.render())
+            return found
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         # on every transport (stdio screens its lines before, HTTP and in-memory clients do not):
@@ -112,4 +131,7 @@ def build_server(get_service: Callable[[], Service]) -> MemoryServer:
     for op in OPERATIONS:
         server.add_tool(_tool(op, get_service), name=op.name, title=op.title, description=op.description,
                         annotations=ANNOTATIONS[op.kind])
+    server.get_service = get_service
+    resources.register(server, get_service)
+    prompts.register(server, get_service)
     return server
