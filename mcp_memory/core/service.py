@@ -39,7 +39,7 @@ from ..results import (
 from ..schema import MessageIn, Role
 from ..store.append_listener import AppendListener
 from ..store.db import Database
-from . import context, decisions, embed, hybrid, recall, search, sessions, snapshots, transfers, waiting
+from . import context, decisions, embed, hybrid, query, recall, search, sessions, snapshots, transfers, waiting
 from . import messages as messages_core
 from .indexer import Indexer
 from .sanitize import Cleaner
@@ -191,6 +191,10 @@ class Service:
         self.indexer.catch_up(project_id if isinstance(project_id, str) else None)
         return recall.recall(self.db, query, project_id=project_id, limit=limit, embedder=self.embedder,
                              include_echoes=include_echoes)
+
+    def query_memory(self, sql: str, *, limit: int = query.DEFAULT_ROWS) -> query.QueryResult:
+        """One read-only SELECT over the mm_read views, as the reader of the caller's rows (core/query.py)."""
+        return query.run(self.db, sql, limit=limit)
 
     def add_synonyms(self, terms: list[str]) -> list[list[str]]:
         return search.add_synonyms(self.db, terms)
