@@ -243,3 +243,12 @@ def test_cli_query(profile, fresh_db, world) -> None:
     assert text.stdout == "x\ty\na\\tb\t2\n" and "(1 row;" in text.stderr
     bad = subprocess.run([*base, "DELETE FROM sessions"], env=profile, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 1 and bad.stderr.startswith("mcp-memory: [invalid] sql must be a read-only query")
+
+
+def test_the_timeout_is_configured_and_kept_under_the_call_timeout() -> None:
+    assert query.timeout_seconds({}, 8.0) == 3.0
+    assert query.timeout_seconds({"query": {"statement_timeout": 1.5}}, 8.0) == 1.5
+    assert query.timeout_seconds({"query": {"statement_timeout": 30}}, 8.0) == 7.0
+    assert query.timeout_seconds({"query": {"statement_timeout": 30}}, 0) == 30.0
+    with pytest.raises(Invalid, match=r"\[query\] statement_timeout"):
+        query.timeout_seconds({"query": {"statement_timeout": "soon"}}, 8.0)

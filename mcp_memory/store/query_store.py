@@ -79,6 +79,8 @@ def _refusal(exc: psycopg.Error, timeout: float) -> McpMemoryError:
                        "narrow it (a WHERE on project_id or created_at, fewer joins) or ask for less")
     if state == "42501" and ("role" in reason or "session_authorization" in reason):
         return Invalid(f"sql may not change the role or the session authorization ({reason})")
+    if state == "42501" and "for view" in reason:  # the views are readable, so this was a write or a lock
+        return Invalid(f"sql must only read (no INSERT, UPDATE, DELETE or FOR UPDATE, also not inside WITH): {reason}")
     rule = RULES.get(state, "sql")
     hint = f" (hint: {exc.diag.message_hint})" if exc.diag.message_hint else ""
     return Invalid(f"{rule}: {reason}{hint}")
