@@ -252,3 +252,13 @@ def test_the_timeout_is_configured_and_kept_under_the_call_timeout() -> None:
     assert query.timeout_seconds({"query": {"statement_timeout": 30}}, 0) == 30.0
     with pytest.raises(Invalid, match=r"\[query\] statement_timeout"):
         query.timeout_seconds({"query": {"statement_timeout": "soon"}}, 8.0)
+
+
+def test_read_only_and_all_project_tokens(world, make_token, settings) -> None:
+    for projects, flags, expected in ((["A"], {"read_only": True}, [["A"]]), (["*"], {}, [["A"], ["B"]]),
+                                      (["C"], {}, [])):
+        svc = token_service(settings, make_token("qscope", projects, **flags))
+        try:
+            assert svc.query_memory("SELECT DISTINCT project_id FROM messages ORDER BY 1").rows == expected, projects
+        finally:
+            svc.db.close()

@@ -160,13 +160,21 @@ BEGIN
         DROP FUNCTION mm_read.query(text, integer, integer, integer);
         RETURN;
     END IF;
-    IF NOT super THEN
-        GRANT mcp_memory_reader TO CURRENT_USER;  -- to hand it the function (ALTER … OWNER)
-    END IF;
-    GRANT USAGE ON SCHEMA mm_read TO mcp_memory_reader;
-    GRANT CREATE ON SCHEMA mm_read TO mcp_memory_reader;  -- only for the change of owner
-    ALTER FUNCTION mm_read.query(text, integer, integer, integer) OWNER TO mcp_memory_reader;
-    REVOKE CREATE ON SCHEMA mm_read FROM mcp_memory_reader;
+    BEGIN
+        IF NOT super THEN
+            GRANT mcp_memory_reader TO CURRENT_USER;  -- to hand it the function (ALTER … OWNER)
+        END IF;
+        GRANT USAGE ON SCHEMA mm_read TO mcp_memory_reader;
+        GRANT CREATE ON SCHEMA mm_read TO mcp_memory_reader;  -- only for the change of owner
+        ALTER FUNCTION mm_read.query(text, integer, integer, integer) OWNER TO mcp_memory_reader;
+        REVOKE CREATE ON SCHEMA mm_read FROM mcp_memory_reader;
+    EXCEPTION WHEN insufficient_privilege THEN
+        -- the role exists but this owner may not hand it anything (created by another owner)
+        RAISE NOTICE 'mcp-memory: cannot make mcp_memory_reader own mm_read.query (needs admin rights on it); '
+            'query_memory is unavailable';
+        DROP FUNCTION mm_read.query(text, integer, integer, integer);
+        RETURN;
+    END;
     GRANT SELECT ON mm_read.sessions, mm_read.messages, mm_read.decisions, mm_read.context, mm_read.snapshots
         TO mcp_memory_reader;
     GRANT EXECUTE ON FUNCTION mm_read_scope(), mm_read_caller() TO mcp_memory_reader;
