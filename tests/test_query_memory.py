@@ -19,7 +19,7 @@ from test_write_api import world  # noqa: F401 (the fixture `world`: projects A 
 
 from mcp_memory.core import query
 from mcp_memory.core.service import Service
-from mcp_memory.errors import Invalid
+from mcp_memory.errors import Invalid, Unavailable
 from mcp_memory.mcp.server import build_server
 
 pytest_plugins = ["test_security_support"]
@@ -262,3 +262,10 @@ def test_read_only_and_all_project_tokens(world, make_token, settings) -> None:
             assert svc.query_memory("SELECT DISTINCT project_id FROM messages ORDER BY 1").rows == expected, projects
         finally:
             svc.db.close()
+
+
+def test_without_the_reader_function_the_tool_says_what_to_do(world, service) -> None:
+    with psycopg.connect(service.settings.dsn, autocommit=True) as admin:
+        admin.execute("DROP FUNCTION mm_read.query(text, integer, integer, integer)")
+    with pytest.raises(Unavailable, match=r"mcp_memory_reader .* db migrate"):
+        service.query_memory("SELECT 1")

@@ -48,7 +48,8 @@ def run(db: Database, statement: str, *, rows: int, timeout: float, cell_chars: 
                 doc = _execute(conn, statement, rows, cell_chars, max_chars, timeout)
                 columns = _columns(conn)
         finally:
-            conn.execute("SELECT pg_catalog.pg_advisory_unlock_all()")
+            if not conn.broken:  # after a lost connection, the first error is the one to tell
+                conn.execute("SELECT pg_catalog.pg_advisory_unlock_all()")
     result = doc if isinstance(doc, dict) else json.loads(doc)
     return QueryResult(columns=columns, rows=result["rows"], row_count=len(result["rows"]),
                        truncated=bool(result["more"]), cut_cells=int(result["cut"]),
