@@ -1160,6 +1160,7 @@ DECLARE
     dropped text[] := '{}';
     creators text;
     obj record;
+    obj_name text;
 BEGIN
     BEGIN
         EXECUTE pg_catalog.format('REVOKE CREATE ON SCHEMA %I FROM PUBLIC', nsp_name);
@@ -1187,24 +1188,30 @@ BEGIN
             pg_catalog.quote_ident((SELECT rolname FROM pg_catalog.pg_roles WHERE oid = owner_oid)::text)
             USING ERRCODE = 'MM403';
     END IF;
-    -- what a token role created here while it could (functions, procedures, operators)
+    -- what a token role created here while it could (functions, procedures, operators), each named
+    -- when it is dropped: an earlier DROP … CASCADE may have taken it already (an aggregate with its
+    -- support function), and a name read before that would be a bare OID
     FOR obj IN
-        SELECT 'FUNCTION' AS kind, p.oid::regprocedure::text AS name, p.prokind
+        SELECT 'FUNCTION' AS kind, p.oid, p.prokind
         FROM pg_catalog.pg_proc p
         WHERE p.pronamespace = nsp AND p.proowner <> owner_oid
           AND EXISTS (SELECT 1 FROM access_tokens t WHERE t.role_name = (SELECT rolname FROM pg_catalog.pg_roles
                                                                           WHERE oid = p.proowner))
         UNION ALL
-        SELECT 'OPERATOR', o.oid::regoperator::text, 'o'
+        SELECT 'OPERATOR', o.oid, 'o'
         FROM pg_catalog.pg_operator o
         WHERE o.oprnamespace = nsp AND o.oprowner <> owner_oid
           AND EXISTS (SELECT 1 FROM access_tokens t WHERE t.role_name = (SELECT rolname FROM pg_catalog.pg_roles
                                                                           WHERE oid = o.oprowner))
     LOOP
+        obj_name := CASE WHEN obj.kind = 'FUNCTION'
+                         THEN (SELECT p.oid::regprocedure::text FROM pg_catalog.pg_proc p WHERE p.oid = obj.oid)
+                         ELSE (SELECT o.oid::regoperator::text FROM pg_catalog.pg_operator o WHERE o.oid = obj.oid) END;
+        CONTINUE WHEN obj_name IS NULL;
         EXECUTE pg_catalog.format('DROP %s IF EXISTS %s CASCADE',
                                   CASE WHEN obj.prokind = 'p' THEN 'PROCEDURE' WHEN obj.prokind = 'a' THEN 'AGGREGATE'
-                                       ELSE obj.kind END, obj.name);
-        dropped := dropped || (obj.kind || ' ' || obj.name);
+                                       ELSE obj.kind END, obj_name);
+        dropped := dropped || (obj.kind || ' ' || obj_name);
     END LOOP;
     RETURN dropped;
 END $$;

@@ -184,3 +184,76 @@ BEGIN
             TO mcp_memory_ro, mcp_memory_rw, mcp_memory_archiver;
     END IF;
 END $$;
+
+-- 6. mm_secure_schema (migration 0014) named a token's objects before dropping any: when dropping a
+--    support function took its aggregate along (CASCADE), the aggregate's name read earlier was a
+--    bare OID and the next `db migrate` failed. Same function, each object named when dropped.
+CREATE OR REPLACE FUNCTION mm_secure_schema() RETURNS text[]
+LANGUAGE plpgsql AS $$
+DECLARE
+    nsp oid := (SELECT c.relnamespace FROM pg_catalog.pg_class c WHERE c.oid = 'sessions'::regclass);
+    nsp_name text := (SELECT n.nspname FROM pg_catalog.pg_namespace n WHERE n.oid = nsp);
+    owner_oid oid := (SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = 'sessions'::regclass);
+    dropped text[] := '{}';
+    creators text;
+    obj record;
+    obj_name text;
+BEGIN
+    BEGIN
+        EXECUTE pg_catalog.format('REVOKE CREATE ON SCHEMA %I FROM PUBLIC', nsp_name);
+        IF pg_catalog.to_regrole('mcp_memory_rw') IS NOT NULL THEN
+            EXECUTE pg_catalog.format('REVOKE CREATE ON SCHEMA %I FROM mcp_memory_rw, mcp_memory_ro, '
+                                      'mcp_memory_archiver', nsp_name);
+        END IF;
+    EXCEPTION WHEN insufficient_privilege THEN
+        NULL;  -- not the schema's owner: the check below says what is left
+    END;
+    -- anybody but the owner (and superusers) who may still create here
+    SELECT pg_catalog.string_agg(DISTINCT CASE WHEN a.grantee = 0 THEN 'PUBLIC'
+                                               ELSE pg_catalog.quote_ident(r.rolname::text) END, ', ')
+      INTO creators
+      FROM pg_catalog.pg_namespace n, pg_catalog.aclexplode(n.nspacl) AS a
+      LEFT JOIN pg_catalog.pg_roles r ON r.oid = a.grantee
+     WHERE n.oid = nsp AND a.privilege_type = 'CREATE' AND a.grantee <> n.nspowner
+       AND a.grantee <> owner_oid AND NOT coalesce(r.rolsuper, false)
+       AND (a.grantee = 0 OR NOT pg_catalog.pg_has_role(owner_oid, a.grantee, 'MEMBER'));
+    IF creators IS NOT NULL THEN
+        RAISE EXCEPTION 'schema % lets % create objects: a token could then capture calls of functions that run '
+            'as the owner. As the schema''s owner or a superuser run: REVOKE CREATE ON SCHEMA % FROM %; '
+            'GRANT CREATE ON SCHEMA % TO %; then migrate again', nsp_name, creators,
+            pg_catalog.quote_ident(nsp_name), creators, pg_catalog.quote_ident(nsp_name),
+            pg_catalog.quote_ident((SELECT rolname FROM pg_catalog.pg_roles WHERE oid = owner_oid)::text)
+            USING ERRCODE = 'MM403';
+    END IF;
+    -- what a token role created here while it could (functions, procedures, operators), each named
+    -- when it is dropped: an earlier DROP … CASCADE may have taken it already (an aggregate with its
+    -- support function), and a name read before that would be a bare OID
+    FOR obj IN
+        SELECT 'FUNCTION' AS kind, p.oid, p.prokind
+        FROM pg_catalog.pg_proc p
+        WHERE p.pronamespace = nsp AND p.proowner <> owner_oid
+          AND EXISTS (SELECT 1 FROM access_tokens t WHERE t.role_name = (SELECT rolname FROM pg_catalog.pg_roles
+                                                                          WHERE oid = p.proowner))
+        UNION ALL
+        SELECT 'OPERATOR', o.oid, 'o'
+        FROM pg_catalog.pg_operator o
+        WHERE o.oprnamespace = nsp AND o.oprowner <> owner_oid
+          AND EXISTS (SELECT 1 FROM access_tokens t WHERE t.role_name = (SELECT rolname FROM pg_catalog.pg_roles
+                                                                          WHERE oid = o.oprowner))
+    LOOP
+        obj_name := CASE WHEN obj.kind = 'FUNCTION'
+                         THEN (SELECT p.oid::regprocedure::text FROM pg_catalog.pg_proc p WHERE p.oid = obj.oid)
+                         ELSE (SELECT o.oid::regoperator::text FROM pg_catalog.pg_operator o WHERE o.oid = obj.oid) END;
+        CONTINUE WHEN obj_name IS NULL;
+        EXECUTE pg_catalog.format('DROP %s IF EXISTS %s CASCADE',
+                                  CASE WHEN obj.prokind = 'p' THEN 'PROCEDURE' WHEN obj.prokind = 'a' THEN 'AGGREGATE'
+                                       ELSE obj.kind END, obj_name);
+        dropped := dropped || (obj.kind || ' ' || obj_name);
+    END LOOP;
+    RETURN dropped;
+END $$;
+DO $$
+BEGIN
+    EXECUTE pg_catalog.format('ALTER FUNCTION mm_secure_schema() SET search_path = pg_catalog, %I, pg_temp',
+                              current_schema());
+END $$;
