@@ -18,6 +18,7 @@ import uuid
 from typing import Any, Self
 
 from .config import Settings
+from .core.query import DEFAULT_ROWS, QueryResult
 from .core.service import Service
 from .digest_results import Digest
 from .memory_results import ContextOut, DecisionCreated, DecisionList, DecisionStatus, MatchList, Recall, SearchMode
@@ -99,6 +100,12 @@ class Memory:
         """As the import_session tool: a native session file or folder (`path`) or one file's text
         (`content`, named `name`) stored as neutral sessions; importing again adds nothing."""
         return self.service.import_session(agent, path=path, content=content, name=name, project_id=project_id)
+
+
+    def query(self, sql: str, *, limit: int = DEFAULT_ROWS) -> QueryResult:
+        """As the query_memory tool: one read-only SELECT over the views sessions, messages,
+        decisions, context and snapshots; `columns`, `rows` (at most `limit`), `truncated`."""
+        return self.service.query_memory(sql, limit=limit)
 
 
 class SessionContext:

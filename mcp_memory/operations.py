@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from . import agents
+from .core.query import DEFAULT_ROWS, MAX_ROWS, MAX_SQL_CHARS, QueryResult
 from .digest_results import Digest
 from .memory_results import (
     Alternative,
@@ -309,6 +310,27 @@ class GetDigest(Input):
     session_id: Annotated[str | None, Field(min_length=1, description="Digest this session instead of a day.")] = None
 
 
+# read-only SQL (core/query.py, migration 0019) ---------------------------------------------------
+class QueryMemory(Input):
+    """Answer a counting or listing question with ONE read-only SQL query (PostgreSQL), e.g. "how
+    many sessions per agent this week". Views (only these): sessions(session_id, project_id,
+    agent_source, title, meta, message_count, parent_session_id, fork_seq, created_by, created_at,
+    updated_at), messages(session_id, seq, project_id, role, text, tool_calls, tool_call_id, thinking,
+    scaffold, agent_source, model, created_at), decisions(decision_id, session_id, project_id,
+    decision_type, summary, status, rationale, alternatives, visibility, version, created_at, …),
+    context(session_id, project_id, key, revision, value, current, created_at), snapshots(snapshot_id,
+    session_id, project_id, up_to_seq, commit_msg, created_at). Only rows you may read are visible.
+    One SELECT / WITH … SELECT / VALUES / TABLE; writes, several statements and role changes are
+    [invalid]; a query running past the timeout (3 s by default) is cancelled ([invalid]); at most
+    `limit` rows come back (truncated=true when there were more), long values are cut and marked.
+    For finding messages by meaning or words use search_messages."""
+
+    sql: Annotated[str, Field(min_length=1, max_length=MAX_SQL_CHARS, description=(
+        "One SELECT over the views, e.g. SELECT agent_source, count(*) FROM sessions WHERE created_at > "
+        "now() - interval '7 days' GROUP BY 1 ORDER BY 2 DESC. Put values in as SQL literals."))]
+    limit: Annotated[int, Field(ge=1, le=MAX_ROWS, description=f"Row cap (max {MAX_ROWS}).")] = DEFAULT_ROWS
+
+
 # transfers to and from agents' native files (core/transfers.py) ---------------------------------
 if TYPE_CHECKING:
     AgentName = str
@@ -429,6 +451,8 @@ OPERATIONS: tuple[Operation, ...] = (
               Rest("POST", "/v1/sessions/{session_id}/export")),
     Operation("import_session", "Import an agent's session", ImportSession, ImportResult, "write",
               Rest("POST", "/v1/imports", 201)),
+    Operation("query_memory", "Query memory with read-only SQL", QueryMemory, QueryResult, "read",
+              Rest("POST", "/v1/query")),
 )
 BY_NAME: dict[str, Operation] = {op.name: op for op in OPERATIONS}
 

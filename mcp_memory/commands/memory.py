@@ -72,6 +72,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         defaults={"limit": 20})
     decisions.add_argument("--json", action="store_true")
 
+    query = sub.add_parser("query", help="one read-only SELECT over the memory views (as the query_memory tool)",
+                           description="Example: mcp-memory query \"SELECT agent_source, count(*) FROM sessions "
+                                       "WHERE created_at > now() - interval '7 days' GROUP BY 1\"")
+    add_arguments(query, "query_memory", {"sql": (), "limit": ("--limit",)})
+    query.add_argument("--json", action="store_true", help="print one JSON document")
+
     reindex = sub.add_parser("reindex", help="index every stored message the search index lacks; --full rebuilds it")
     reindex.add_argument("--project")
     reindex.add_argument("--full", action="store_true", help="rebuild the index of every session from its messages")
@@ -79,7 +85,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
 
 def handlers() -> dict[str, Callable[..., int]]:
-    return {"search": search, "recall": recall, "digest": digest, "synonyms": synonyms, "decisions": decisions, "reindex": reindex}
+    return {"search": search, "recall": recall, "digest": digest, "synonyms": synonyms, "decisions": decisions,
+            "reindex": reindex, "query": query_memory}
 
 
 def search(settings: Settings, args: argparse.Namespace) -> int:
@@ -97,6 +104,29 @@ def search(settings: Settings, args: argparse.Namespace) -> int:
     if not result.matches:
         print("no matches")
     return 0
+
+
+def query_memory(settings: Settings, args: argparse.Namespace) -> int:
+    with service(settings) as svc:
+        result = svc.query_memory(**parse("query_memory", args))
+    if args.json:
+        print_json(result)
+        return 0
+    print("\t".join(c.name for c in result.columns))
+    for row in result.rows:
+        print("\t".join(_cell(v) for v in row))
+    more = f", truncated at {result.row_count}: raise --limit or narrow the query" if result.truncated else ""
+    print(f"({result.row_count} row{'s' if result.row_count != 1 else ''}{more}; {result.elapsed_ms:g} ms)",
+          file=sys.stderr)
+    return 0
+
+
+def _cell(value: Any) -> str:
+    """A value on one line: text as it is (tabs and new lines escaped), the rest as JSON."""
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n")
 
 
 def recall(settings: Settings, args: argparse.Namespace) -> int:

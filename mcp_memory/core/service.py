@@ -40,7 +40,8 @@ from ..results import (
 from ..schema import MessageIn, Role
 from ..store.append_listener import AppendListener
 from ..store.db import Database
-from . import context, decisions, digests, embed, hybrid, recall, search, sessions, snapshots, transfers, waiting
+from . import (context, decisions, digests, embed, hybrid, query, recall, search, sessions, snapshots, transfers,
+               waiting)
 from . import messages as messages_core
 from .indexer import Indexer
 from .sanitize import Cleaner
@@ -197,6 +198,10 @@ class Service:
     def get_digest(self, project_id: str, *, day: str | None = None, session_id: str | None = None) -> Digest:
         """Computed from the stored rows on each call: a new message or decision shows at once."""
         return digests.get(self.db, project_id, day=day, session_id=session_id)
+
+    def query_memory(self, sql: str, *, limit: int = query.DEFAULT_ROWS) -> query.QueryResult:
+        """One read-only SELECT over the mm_read views, as the reader of the caller's rows (core/query.py)."""
+        return query.run(self.db, sql, limit=limit)
 
     def add_synonyms(self, terms: list[str]) -> list[list[str]]:
         return search.add_synonyms(self.db, terms)
