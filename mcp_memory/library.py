@@ -79,8 +79,10 @@ class Memory:
                                              session_id=session_id, since=since, until=until, limit=limit)
 
     def recall(self, query: str, *, project_id: str | None = None, limit: int = 5,
-               include_echoes: bool = False) -> Recall:
-        return self.service.recall(query, project_id=project_id, limit=limit, include_echoes=include_echoes)
+               include_echoes: bool = False, half_life_days: float | None = None) -> Recall:
+        """As the recall tool; half_life_days weighs recency (off by default, core/recall.py)."""
+        return self.service.recall(query, project_id=project_id, limit=limit, include_echoes=include_echoes,
+                                   half_life_days=half_life_days)
 
     def export_session(self, session_id: str, to: str, *, install: bool = False, cwd: str | None = None,
                        options: dict[str, str] | None = None) -> Exported:

@@ -288,6 +288,10 @@ class RecallHistory(Input):
     project_id: Project = None
     limit: Annotated[int, Field(ge=1, le=MAX_RECALL, description=f"At most this many items (max {MAX_RECALL}).")] = 5
     include_echoes: IncludeEchoes = False
+    half_life_days: Annotated[float | None, Field(
+        gt=0, le=36500, description="Weigh recency: an item this many days old counts half as much as one "
+                                    "from today (off by default; ignored for an exact identifier such as a "
+                                    "file path, a function name or an error code).")] = None
 
 
 # transfers to and from agents' native files (core/transfers.py) ---------------------------------

@@ -17,10 +17,13 @@ from ..search.query import ParsedQuery, match_tsquery, phrase_tsquery
 from ..search.snippet import snippet
 from ..search.text import payload_text
 from ..search.tokenizer import iter_terms
+from ..search.when import Window
 from ..store.core_store import Store
 from ..store.db import Database
 from ..store.search_store import Scope, SearchStore
+from . import temporal
 from .indexer import Indexer
+from .temporal import merge
 
 MAX_LIMIT = MAX_MATCHES
 HIT_FETCH_FACTOR = 3  # neighbours and filters drop some keys: fetch more than asked, keep `limit`
@@ -28,7 +31,9 @@ MONTH_BOOST = 1.0  # time_factors (chosen on the tuning parts of scripts/bench/s
 WHEN_BOOST = 0.2
 BRIDGE_WEIGHT = 0.3  # query weight of the names the best turns mention (`bridge_terms`; 0: off)
 BRIDGE_TURNS = 2
-_NAME = re.compile(r"(?<=[\w,;:)'’-]\s)([A-Z][a-z]{2,})\b")  # a capital after a word or comma, not after . ! ?
+BRIDGE_STAND_IN = True  # a name's weight follows the query words its turn holds (`bridge_terms`)
+# a capital after a word or comma (not after . ! ?), or right after a CJK character (Latin names in Chinese text)
+_NAME = re.compile(r"(?:(?<=[\w,;:)'’-]\s)|(?<=[\u3400-\u9fff，、：])\s?)([A-Z][a-z]{2,})\b")
 _RELATIVE = re.compile(r"^\s*(\d+)\s*([mhdw])\s*$")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
@@ -112,18 +117,28 @@ class Lexical:
     own: dict[ranking.Key, float] = field(default_factory=dict)  # before neighbour credit: the word hits
 
 
-def fts_scores(store: SearchStore, parsed: ParsedQuery, scope: Scope) -> Lexical:
-    """BM25 with neighbour credit, before the role filter and the required phrases. With
-    BRIDGE_WEIGHT, the names the best turns mention join the query (`bridge_terms`)."""
-    own, confidence = _bm25(store, parsed, scope)
-    if BRIDGE_WEIGHT > 0 and own:
-        names = bridge_terms(store, scope, parsed, own)
-        if names:
-            own, _ = _bm25(store, replace(parsed, terms={**names, **parsed.terms}), scope)
-    return Lexical(ranking.with_neighbours(own), confidence, own)
+def fts_scores(store: SearchStore, parsed: ParsedQuery, scope: Scope, *, bridge: bool = True) -> Lexical:
+    """BM25 with neighbour credit, before the role filter and the required phrases. With `bridge`
+    (and BRIDGE_WEIGHT), the names the best turns mention join the query (`bridged`)."""
+    own, confidence = lexical_own(store, parsed, scope)
+    lexical = Lexical(ranking.with_neighbours(own), confidence, own)
+    return bridged(store, parsed, scope, lexical, ranking.top_keys(own, BRIDGE_TURNS)) if bridge else lexical
 
 
-def _bm25(store: SearchStore, parsed: ParsedQuery, scope: Scope) -> tuple[dict[ranking.Key, float], float]:
+def bridged(store: SearchStore, parsed: ParsedQuery, scope: Scope, lexical: Lexical,
+            seeds: list[ranking.Key]) -> Lexical:
+    """The second stage of a multi-hop question: the query plus the names the `seeds` (the first
+    stage's best turns) mention (`bridge_terms`), scored again."""
+    if BRIDGE_WEIGHT <= 0 or not seeds:
+        return lexical
+    names = bridge_terms(store, scope, parsed, seeds)
+    if not names:
+        return lexical
+    own, _ = lexical_own(store, replace(parsed, terms={**names, **parsed.terms}), scope)
+    return Lexical(ranking.with_neighbours(own), lexical.confidence, own)
+
+
+def lexical_own(store: SearchStore, parsed: ParsedQuery, scope: Scope) -> tuple[dict[ranking.Key, float], float]:
     """Each candidate turn's own BM25, and the confidence of `Lexical`."""
     stats = store.term_stats(scope.project_id, list(parsed.terms))
     weights = ranking.term_weights(parsed.terms, stats)
@@ -140,25 +155,35 @@ def _bm25(store: SearchStore, parsed: ParsedQuery, scope: Scope) -> tuple[dict[r
     return own, confidence
 
 
-def bridge_terms(store: SearchStore, scope: Scope, parsed: ParsedQuery,
-                 own: dict[ranking.Key, float]) -> dict[str, float]:
+def bridge_terms(store: SearchStore, scope: Scope, parsed: ParsedQuery, keys: list[ranking.Key]) -> dict[str, float]:
     """Multi-hop questions name a storyline; the turn that answers often names only what an
-    earlier turn introduced ("…we named him Biscuit" → "Biscuit chewed…"). The names in the
-    BRIDGE_TURNS best turns that the query lacks are added at BRIDGE_WEIGHT."""
-    keys = ranking.top_keys(own, BRIDGE_TURNS)
+    earlier turn introduced ("…we named him Biscuit" → "Biscuit chewed…", "the invoice service is
+    Ledgerly from now on" → "Ledgerly times out"). The names in the best turns (`keys`) that the
+    query lacks join it. With BRIDGE_STAND_IN a name stands in for the query words its turn holds:
+    its weight is BRIDGE_WEIGHT × their summed query weight (a turn holding two query words lends
+    its names twice the weight); else BRIDGE_WEIGHT flat."""
     rows = store.hits(scope=replace(scope, role=None), keys=keys, required=None)
     found: dict[str, float] = {}
     for row in rows:
-        for name in names_in(payload_text(row["payload"])):
+        text = payload_text(row["payload"])
+        names = names_in(text)
+        if not names:
+            continue
+        weight = BRIDGE_WEIGHT
+        if BRIDGE_STAND_IN:
+            held = {term for term, _ in iter_terms(text)} & set(parsed.terms)
+            weight = BRIDGE_WEIGHT * max(1.0, sum(parsed.terms[term] for term in held))
+        for name in names:
             for term, _ in iter_terms(name):
                 if term not in parsed.terms:
-                    found[term] = BRIDGE_WEIGHT
+                    found[term] = max(found.get(term, 0.0), weight)
     return found
 
 
 def names_in(text: str) -> list[str]:
     """Capitalised Latin words that do not start a sentence: names, in English and most Latin
-    scripts (CJK text has no such mark, so Chinese questions are not bridged)."""
+    scripts, and Latin names written inside Chinese text ("新的发票服务就叫 Ledgerly"); Chinese names
+    have no such mark and are not bridged."""
     return [m.group(1) for m in _NAME.finditer(text)]
 
 
@@ -176,33 +201,39 @@ class Hits:
 
 def fetch_matches(
     store: SearchStore, scope: Scope, parsed: ParsedQuery, scores: dict[ranking.Key, float], limit: int, *,
-    hits: Hits | None = None, hits_only: bool = False,
+    hits: Hits | None = None, hits_only: bool = False, window: Window | None = None,
+    inside: dict[ranking.Key, float] | None = None,
 ) -> list[MessageMatch]:
     """The best `limit` of the scored keys that pass every filter, with recency, as matches, each
     labelled (`why`, `context_of`); `hits_only` leaves out the turns that are there only as the
-    context of a neighbouring hit."""
+    context of a neighbouring hit. With a `window` (core/temporal.py), the best keys of the ranking
+    `inside` it join the candidates, and the turns in it rank higher."""
     hits = hits or Hits()
+    scores = merge(scores, inside) if inside else scores
     if hits_only:
         scores = {key: score for key, score in scores.items() if hits.score(key) > 0}
     keys = ranking.top_keys(scores, limit * HIT_FETCH_FACTOR)
+    keys += [key for key in ranking.top_keys(inside or {}, limit) if key not in keys and key in scores]
     rows = store.hits(scope=scope, keys=keys, required=required_tsquery(parsed)) if keys else []
     by_key = {(r["session_id"], r["seq"]): r for r in rows}
-    timed = time_factors(parsed.text, by_key)
+    timed = time_factors(parsed.text, by_key, window)
     ordered = ranking.final_order((key, scores[key] * timed.get(key, 1.0), row["created_at"])
                                   for key, row in by_key.items())
     return [_match(by_key[key], score, parsed, hits) for key, score in ordered[:limit]]
 
 
-def time_factors(text: str, rows: dict[ranking.Key, dict[str, Any]]) -> dict[ranking.Key, float]:
+def time_factors(text: str, rows: dict[ranking.Key, dict[str, Any]],
+                 window: Window | None = None) -> dict[ranking.Key, float]:
     """Dates in ranking: a question that names a month favours the turns written in it; a "when"
-    question favours turns that say when (a relative or absolute time expression)."""
+    question favours turns that say when (a relative or absolute time expression); a question
+    about a period (`window`) favours the turns written in it or naming a day in it."""
     months = dates.named_months(text)
     asks_when = dates.is_time_question(text)
-    if not months and not asks_when:
+    if not months and not asks_when and window is None:
         return {}
     factors = {}
     for key, row in rows.items():
-        factor = 1.0
+        factor = 1.0 + temporal.WINDOW_BOOST if window is not None and temporal.in_window(window, row) else 1.0
         if months and row["created_at"].month in months:
             factor *= 1.0 + MONTH_BOOST
         if asks_when and dates.has_time_expression(payload_text(row["payload"])):

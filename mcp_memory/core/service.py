@@ -4,6 +4,7 @@ library API. Transports call these methods and format the results; nothing here 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from ..config import Settings
@@ -176,21 +177,25 @@ class Service:
         self, query: str, *, project_id: str | None = None, agent_source: str | None = None,
         role: Role | None = None, session_id: str | None = None, since: str | None = None,
         until: str | None = None, limit: int = 10, mode: SearchMode | None = None, hits_only: bool = False,
-        include_echoes: bool = False,
+        include_echoes: bool = False, now: str | datetime | None = None,
     ) -> MatchList:
         """mode: fts | semantic | hybrid (default: hybrid when the project has vectors, else fts).
         hits_only: leave out the turns there only as context of a neighbouring hit. include_echoes: also
-        the turns that echo mcp-memory's own tools (scaffolding.py)."""
+        the turns that echo mcp-memory's own tools (scaffolding.py). now (library only): the time
+        that "last month" in the query counts from, default the current time."""
         self.indexer.catch_up(project_id if isinstance(project_id, str) else None)
         return hybrid.search(self.db, query, embedder=self.embedder, mode=mode, project_id=project_id,
                              agent_source=agent_source, role=role, session_id=session_id, since=since,
-                             until=until, limit=limit, hits_only=hits_only, include_echoes=include_echoes)
+                             until=until, limit=limit, hits_only=hits_only, include_echoes=include_echoes, now=now)
 
     def recall(self, query: str, *, project_id: str | None = None, limit: int = 5,
-               include_echoes: bool = False) -> Recall:
+               include_echoes: bool = False, half_life_days: float | None = None,
+               now: str | datetime | None = None) -> Recall:
+        """half_life_days: weigh recency (core/recall.py); now (library only): the time ages and
+        "last month" count from, default the current time."""
         self.indexer.catch_up(project_id if isinstance(project_id, str) else None)
         return recall.recall(self.db, query, project_id=project_id, limit=limit, embedder=self.embedder,
-                             include_echoes=include_echoes)
+                             include_echoes=include_echoes, half_life_days=half_life_days, now=now)
 
     def add_synonyms(self, terms: list[str]) -> list[list[str]]:
         return search.add_synonyms(self.db, terms)

@@ -4,9 +4,10 @@ Usage:
     python scripts/bench/search_quality.py [DATASET …] [--mode fts|semantic|hybrid|recall|all] [--dsn DSN]
         [--embedder local|openai] [--model NAME] [--json] [--misses]
 
-DATASET defaults to both bundled sets: scripts/bench/data/memory_qa.json (agent sessions about
-projects) and scripts/bench/data/life_qa.json (long multi-session conversations, one session per
-day). Every question belongs to a part by a fixed rule on its conversation id (`part_of`): `tuning`
+DATASET defaults to the three bundled sets: scripts/bench/data/memory_qa.json (agent sessions about
+projects), scripts/bench/data/life_qa.json (long multi-session conversations, one session per
+day) and scripts/bench/data/project_qa.json (engineering projects over months, sessions in English
+or Chinese, relative-time and before/after-an-event questions). Every question belongs to a part by a fixed rule on its conversation id (`part_of`): `tuning`
 or `held-out`. Weights and thresholds of the ranking are chosen on the tuning part only; the
 held-out part is what the README reports. Without --dsn a temporary embedded PostgreSQL
 is started (and stopped). With --dsn the role must be allowed to CREATE DATABASE: the run imports
@@ -29,6 +30,7 @@ Dataset format (JSON, UTF-8):
                                       "decisions": [{"id", "type", "summary", "status", "rationale"?,
                                                      "turn" (turn id)?, "supersedes" (decision id)?}, …]}]}],
      "questions": [{"id", "question", "project"?, "category", "answer_turns": [turn id, …],
+                    "asked_at"? (RFC 3339: the `now` that "last month" counts from),
                     "evidence_turns"? (all turns the answer needs; informative),
                     "conversation"? (else the conversation of its first answer turn)}, …]}
 A question is answered at rank r when the r-th ranked turn is one of its answer_turns. Turns are
@@ -40,6 +42,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import importlib
+import inspect
 import json
 import os
 import statistics
@@ -64,7 +67,7 @@ from mcp_memory.store import embedded, migrate
 from mcp_memory.wiring import build
 
 DATA = Path(__file__).with_name("data")
-DEFAULTS = [DATA / "memory_qa.json", DATA / "life_qa.json"]
+DEFAULTS = [DATA / "memory_qa.json", DATA / "life_qa.json", DATA / "project_qa.json"]
 PARTS = ("tuning", "held-out")
 KS = (1, 5, 10)
 Key = tuple[str, int]
@@ -137,18 +140,27 @@ def fixed_session_ids(name: str) -> Iterator[None]:
 def _ranker(mode: str) -> Callable[[Service, dict, int], list[Key]]:
     def rank(service: Service, question: dict, limit: int) -> list[Key]:
         found = service.search_messages(question["question"], project_id=question.get("project"), limit=limit,
-                                        mode=mode)
+                                        mode=mode, **asked(service.search_messages, question))
         if found.mode != mode:
             raise SystemExit(f"{mode} search did not run: {found.note}")
         return [(m.session_id, m.seq) for m in found.matches]
     return rank
 
 
+def asked(method: Callable[..., Any], question: dict) -> dict[str, Any]:
+    """The question's `asked_at` as the `now` that relative periods ("last month") count from,
+    when the code under test takes one (older versions do not: they are measured without it)."""
+    if "asked_at" not in question or "now" not in inspect.signature(method).parameters:
+        return {}
+    return {"now": question["asked_at"]}
+
+
 rank_fts = _ranker("fts")
 
 
 def rank_recall(service: Service, question: dict, limit: int) -> list[Key]:
-    found = service.recall(question["question"], project_id=question.get("project"), limit=min(limit, 20))
+    found = service.recall(question["question"], project_id=question.get("project"), limit=min(limit, 20),
+                           **asked(service.recall, question))
     ranked: list[Key] = []
     for item in found.items:
         key = (item.session_id, item.seq)
