@@ -100,14 +100,15 @@ def search(
         if found is not None:
             hits = found.hits
         matches = fetch_matches(store, scope, parsed, scores, limit, hits=hits, hits_only=hits_only is True,
-                                window=found.window if found else None, inside=found.scores if found else None)
+                                window=found.window if found else None, inside=found.scores if found else None,
+                                share=found.share if found else 1.0)
     return MatchList(matches=matches, mode=plan.mode, note=plan.note)
 
 
 def seeds(fused: dict[ranking.Key, float], hits: Hits) -> list[ranking.Key]:
     """The first stage's best turns found by their own words or vector (not as a neighbour's
     context): where a multi-hop question's bridge names are looked for (core/search.py `bridged`)."""
-    return ranking.top_keys({key: value for key, value in fused.items() if hits.score(key) > 0}, words.BRIDGE_TURNS)
+    return ranking.top_keys({key: value for key, value in fused.items() if hits.score(key) > 0}, words.BRIDGE_POOL)
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,7 @@ class SecondStage:
     window: temporal.Window
     scores: dict[ranking.Key, float]
     hits: Hits
+    share: float  # of the first stage's scores (`temporal.merge`)
 
 
 @dataclass(frozen=True)
@@ -136,12 +138,17 @@ class Timed:
         inner = temporal.window_scope(self.scope, found.window)
         parsed = temporal.parsed_focus(self.store, found)
         lexical = fts_scores(self.store, parsed, inner) if self.mode != "semantic" else Lexical({}, 0.0)
+        if found.anchored and vector is not None and self.embedder is not None:
+            try:  # the question without the event's words ("before the migration")
+                vector = self.embedder.embed([found.query])[0]
+            except Unavailable:
+                pass
         near = _nearest(self.vectors, inner, self.embedder, vector) if vector is not None else []
         weight = vector_weight(found.query, getattr(self.embedder, "scripts", None), lexical.confidence)
         scores = combine(self.mode, lexical.scores, near, weight)
         both = Hits(words=temporal.merge(hits.words, lexical.own),
                     meaning=temporal.merge(hits.meaning, vector_hits(self.mode, near)))
-        return SecondStage(found.window, scores, both)
+        return SecondStage(found.window, scores, both, temporal.EVENT_WORDS_SHARE if found.anchored else 1.0)
 
     def event_scores(self, event: str) -> dict[ranking.Key, float]:
         """The turns naming the event: by its words, and in hybrid also by the event's vector (an

@@ -29,9 +29,10 @@ MAX_LIMIT = MAX_MATCHES
 HIT_FETCH_FACTOR = 3  # neighbours and filters drop some keys: fetch more than asked, keep `limit`
 MONTH_BOOST = 1.0  # time_factors (chosen on the tuning parts of scripts/bench/search_quality.py)
 WHEN_BOOST = 0.2
-BRIDGE_WEIGHT = 0.3  # query weight of the names the best turns mention (`bridge_terms`; 0: off)
+BRIDGE_WEIGHT = 1.0  # the best bridged turn against the first stage's best (`bridged`; 0: off; tuning parts)
 BRIDGE_TURNS = 2
-BRIDGE_STAND_IN = True  # a name's weight follows the query words its turn holds (`bridge_terms`)
+BRIDGE_POOL = 20  # the first stage's best turns searched for the BRIDGE_TURNS that name someone
+BRIDGE_MODE = "fuse"  # or "join" (`bridged`)
 # a capital after a word or comma (not after . ! ?), or right after a CJK character (Latin names in Chinese text)
 _NAME = re.compile(r"(?:(?<=[\w,;:)'’-]\s)|(?<=[\u3400-\u9fff，、：])\s?)([A-Z][a-z]{2,})\b")
 _RELATIVE = re.compile(r"^\s*(\d+)\s*([mhdw])\s*$")
@@ -122,19 +123,31 @@ def fts_scores(store: SearchStore, parsed: ParsedQuery, scope: Scope, *, bridge:
     (and BRIDGE_WEIGHT), the names the best turns mention join the query (`bridged`)."""
     own, confidence = lexical_own(store, parsed, scope)
     lexical = Lexical(ranking.with_neighbours(own), confidence, own)
-    return bridged(store, parsed, scope, lexical, ranking.top_keys(own, BRIDGE_TURNS)) if bridge else lexical
+    return bridged(store, parsed, scope, lexical, ranking.top_keys(own, BRIDGE_POOL)) if bridge else lexical
 
 
 def bridged(store: SearchStore, parsed: ParsedQuery, scope: Scope, lexical: Lexical,
             seeds: list[ranking.Key]) -> Lexical:
-    """The second stage of a multi-hop question: the query plus the names the `seeds` (the first
-    stage's best turns) mention (`bridge_terms`), scored again."""
+    """The second stage of a multi-hop question: the names the `seeds` (the first stage's best
+    turns) mention and the query lacks (`bridge_terms`). BRIDGE_MODE "join": they join the query at
+    BRIDGE_WEIGHT of a query word. "fuse": the turns naming them are found by the names alone and
+    that score, scaled so the best is BRIDGE_WEIGHT × the first stage's best, is added — a turn
+    that speaks only of the name ("Ledgerly times out") can reach the first stage's top."""
     if BRIDGE_WEIGHT <= 0 or not seeds:
         return lexical
     names = bridge_terms(store, scope, parsed, seeds)
     if not names:
         return lexical
-    own, _ = lexical_own(store, replace(parsed, terms={**names, **parsed.terms}), scope)
+    if BRIDGE_MODE == "join":
+        own, _ = lexical_own(store, replace(parsed, terms={**names, **parsed.terms}), scope)
+        return Lexical(ranking.with_neighbours(own), lexical.confidence, own)
+    by_name, _ = lexical_own(store, ParsedQuery(terms=dict.fromkeys(names, 1.0), text=" ".join(names)), scope)
+    top, top_name = max(lexical.own.values(), default=0.0), max(by_name.values(), default=0.0)
+    if top <= 0 or top_name <= 0:
+        return lexical
+    own = dict(lexical.own)
+    for key, value in by_name.items():
+        own[key] = own.get(key, 0.0) + BRIDGE_WEIGHT * top * value / top_name
     return Lexical(ranking.with_neighbours(own), lexical.confidence, own)
 
 
@@ -158,25 +171,19 @@ def lexical_own(store: SearchStore, parsed: ParsedQuery, scope: Scope) -> tuple[
 def bridge_terms(store: SearchStore, scope: Scope, parsed: ParsedQuery, keys: list[ranking.Key]) -> dict[str, float]:
     """Multi-hop questions name a storyline; the turn that answers often names only what an
     earlier turn introduced ("…we named him Biscuit" → "Biscuit chewed…", "the invoice service is
-    Ledgerly from now on" → "Ledgerly times out"). The names in the best turns (`keys`) that the
-    query lacks join it. With BRIDGE_STAND_IN a name stands in for the query words its turn holds:
-    its weight is BRIDGE_WEIGHT × their summed query weight (a turn holding two query words lends
-    its names twice the weight); else BRIDGE_WEIGHT flat."""
-    rows = store.hits(scope=replace(scope, role=None), keys=keys, required=None)
+    Ledgerly from now on" → "Ledgerly times out"). The names that the BRIDGE_TURNS best turns
+    naming anyone (among the BRIDGE_POOL best, `keys` in rank order) mention and the query lacks,
+    at BRIDGE_WEIGHT: a turn that names nobody has no bridge to offer."""
+    rows = store.hits(scope=replace(scope, role=None), keys=keys[:BRIDGE_POOL], required=None)
+    order = {key: n for n, key in enumerate(keys)}
+    rows = sorted(rows, key=lambda row: order[(row["session_id"], row["seq"])])
     found: dict[str, float] = {}
-    for row in rows:
-        text = payload_text(row["payload"])
-        names = names_in(text)
-        if not names:
-            continue
-        weight = BRIDGE_WEIGHT
-        if BRIDGE_STAND_IN:
-            held = {term for term, _ in iter_terms(text)} & set(parsed.terms)
-            weight = BRIDGE_WEIGHT * max(1.0, sum(parsed.terms[term] for term in held))
+    named = [names for names in (names_in(payload_text(row["payload"])) for row in rows) if names]
+    for names in named[:BRIDGE_TURNS]:
         for name in names:
             for term, _ in iter_terms(name):
                 if term not in parsed.terms:
-                    found[term] = max(found.get(term, 0.0), weight)
+                    found[term] = BRIDGE_WEIGHT
     return found
 
 
@@ -202,14 +209,15 @@ class Hits:
 def fetch_matches(
     store: SearchStore, scope: Scope, parsed: ParsedQuery, scores: dict[ranking.Key, float], limit: int, *,
     hits: Hits | None = None, hits_only: bool = False, window: Window | None = None,
-    inside: dict[ranking.Key, float] | None = None,
+    inside: dict[ranking.Key, float] | None = None, share: float = 1.0,
 ) -> list[MessageMatch]:
     """The best `limit` of the scored keys that pass every filter, with recency, as matches, each
     labelled (`why`, `context_of`); `hits_only` leaves out the turns that are there only as the
     context of a neighbouring hit. With a `window` (core/temporal.py), the best keys of the ranking
-    `inside` it join the candidates, and the turns in it rank higher."""
+    `inside` it join the candidates (the overall scores times `share`), and the turns in it rank
+    higher."""
     hits = hits or Hits()
-    scores = merge(scores, inside) if inside else scores
+    scores = merge(scores, inside, share) if inside else scores
     if hits_only:
         scores = {key: score for key, score in scores.items() if hits.score(key) > 0}
     keys = ranking.top_keys(scores, limit * HIT_FETCH_FACTOR)

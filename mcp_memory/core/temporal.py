@@ -23,6 +23,7 @@ from ..search.when import Window, anchor_clause, around, dates_in, relative_wind
 from ..store.search_store import Scope, SearchStore
 
 WINDOW_BOOST = 1.0  # score factor 1 + WINDOW_BOOST in the window (chosen on the tuning parts)
+EVENT_WORDS_SHARE = 0.5  # an anchored question: what the whole question's ranking still counts
 EVENT_CUE_BOOST = 1.0  # an event's turn that says it happened, against one that only names it
 EVENT_POOL = 20
 _DONE = re.compile(
@@ -38,6 +39,7 @@ class Focus:
 
     window: Window
     query: str
+    anchored: bool = False  # the question's words include the event's: the ranking leaves them out
 
 
 def focus(store: SearchStore, scope: Scope, text: str, now: datetime,
@@ -52,7 +54,7 @@ def focus(store: SearchStore, scope: Scope, text: str, now: datetime,
     moment = event_time(store, scope, event_scores(anchor.event))
     if moment is None:
         return None
-    return Focus(around(anchor, moment), anchor.rest)
+    return Focus(around(anchor, moment), anchor.rest, anchored=True)
 
 
 def event_time(store: SearchStore, scope: Scope, scores: dict[ranking.Key, float]) -> datetime | None:
@@ -79,10 +81,13 @@ def window_scope(scope: Scope, window: Window) -> Scope:
     return replace(scope, since=since, until=until)
 
 
-def merge(scores: dict[ranking.Key, float], inside: dict[ranking.Key, float]) -> dict[ranking.Key, float]:
+def merge(scores: dict[ranking.Key, float], inside: dict[ranking.Key, float],
+          share: float = 1.0) -> dict[ranking.Key, float]:
     """The window's own ranking joins the overall one (each key keeps its better score): the
-    window's best turns become candidates even when the whole history outranks them."""
-    merged = dict(scores)
+    window's best turns become candidates even when the whole history outranks them. `share`
+    scales the overall ranking first (EVENT_WORDS_SHARE for an anchored question, whose event words
+    — "migration" — would favour every turn about the event over the answer)."""
+    merged = {key: value * share for key, value in scores.items()}
     for key, value in inside.items():
         merged[key] = max(merged.get(key, 0.0), value)
     return merged
