@@ -106,6 +106,8 @@ def test_anchor_clauses_name_an_event_and_a_side() -> None:
     assert anchor_clause("3天前的告警") is None and anchor_clause("what happened 2 weeks before?") is None
     assert anchor_clause("然后，我们做了什么") is None  # 然后 is "then", not "after 然"
     assert anchor_clause("How do we deploy?") is None
+    assert anchor_clause("How long are feature flags kept before reloading?") is None  # no event, a habit
+    assert anchor_clause("retry since it is slow") is None
     moment = datetime(2025, 3, 22, 21, 0, tzinfo=UTC)
     assert around(before, moment).holds(datetime(2025, 3, 1, tzinfo=UTC))
     assert not around(before, moment).holds(datetime(2025, 4, 1, tzinfo=UTC))

@@ -26,12 +26,10 @@ from ..search.query import parse
 from ..store.db import Database
 from ..store.embedding_store import EmbeddingStore, Nearest
 from ..store.search_store import Scope, SearchStore
-from . import search as words
 from . import temporal
 from .search import (
     Hits,
     Lexical,
-    bridged,
     check_limit,
     check_query,
     check_scope,
@@ -86,14 +84,10 @@ def search(
         store = SearchStore(conn)
         scope = with_session(conn, scope, session_id)
         parsed = parse(text, store.synonym_groups())
-        lexical = fts_scores(store, parsed, scope, bridge=plan.mode == "fts") if plan.mode != "semantic" \
-            else Lexical({}, 0.0)
+        lexical = fts_scores(store, parsed, scope) if plan.mode != "semantic" else Lexical({}, 0.0)
         near = _nearest(EmbeddingStore(conn), scope, embedder, vector) if vector is not None else []
         weight = vector_weight(text, getattr(embedder, "scripts", None), lexical.confidence)
         hits = Hits(words=lexical.own, meaning=vector_hits(plan.mode, near))
-        if plan.mode == "hybrid":
-            lexical = bridged(store, parsed, scope, lexical, seeds(combine(plan.mode, lexical.scores, near, weight), hits))
-            hits = Hits(words=lexical.own, meaning=hits.meaning)
         scores = combine(plan.mode, lexical.scores, near, weight)
         when = Timed(EmbeddingStore(conn), store, scope, plan.mode, embedder if vector is not None else None)
         found = when.second_stage(text, check_time(now, "now") or datetime.now(UTC), vector, hits)
@@ -103,12 +97,6 @@ def search(
                                 window=found.window if found else None, inside=found.scores if found else None,
                                 share=found.share if found else 1.0)
     return MatchList(matches=matches, mode=plan.mode, note=plan.note)
-
-
-def seeds(fused: dict[ranking.Key, float], hits: Hits) -> list[ranking.Key]:
-    """The first stage's best turns found by their own words or vector (not as a neighbour's
-    context): where a multi-hop question's bridge names are looked for (core/search.py `bridged`)."""
-    return ranking.top_keys({key: value for key, value in fused.items() if hits.score(key) > 0}, words.BRIDGE_POOL)
 
 
 @dataclass(frozen=True)

@@ -29,10 +29,10 @@ MAX_LIMIT = MAX_MATCHES
 HIT_FETCH_FACTOR = 3  # neighbours and filters drop some keys: fetch more than asked, keep `limit`
 MONTH_BOOST = 1.0  # time_factors (chosen on the tuning parts of scripts/bench/search_quality.py)
 WHEN_BOOST = 0.2
-BRIDGE_WEIGHT = 1.0  # the best bridged turn against the first stage's best (`bridged`; 0: off; tuning parts)
+BRIDGE_WEIGHT = 0.3  # a bridged name against a query word ("join"), the best bridged turn against the best ("fuse"); 0: off
 BRIDGE_TURNS = 2
-BRIDGE_POOL = 20  # the first stage's best turns searched for the BRIDGE_TURNS that name someone
-BRIDGE_MODE = "fuse"  # or "join" (`bridged`)
+BRIDGE_POOL = 2  # the first stage's best turns searched for the BRIDGE_TURNS that name someone
+BRIDGE_MODE = "join"  # or "fuse" (`bridged`); constants chosen on the tuning parts
 # a capital after a word or comma (not after . ! ?), or right after a CJK character (Latin names in Chinese text)
 _NAME = re.compile(r"(?:(?<=[\w,;:)'’-]\s)|(?<=[\u3400-\u9fff，、：])\s?)([A-Z][a-z]{2,})\b")
 _RELATIVE = re.compile(r"^\s*(\d+)\s*([mhdw])\s*$")

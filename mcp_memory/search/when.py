@@ -120,7 +120,9 @@ def _calendar(meaning: str, today: datetime) -> Window:
     return Window(since, until)
 
 
-_EN_ANCHOR = re.compile(r"\b(before|prior to|after|since|following)\s+(?:the\s+|our\s+|we\s+)?"
+# an English event is a determined noun phrase or a clause with a subject ("after the migration",
+# "before we migrated", "since our launch"): "kept before reloading" or "since it is slow" are not
+_EN_ANCHOR = re.compile(r"\b(before|prior to|after|since|following)\s+(?:the|our|we|this|that|last|a|an)\s+"
                         r"((?:(?!\b(?:what|how|who|which|where|why|did|do|does|was|were|is|are)\b)[\w.\-]+\s*){1,4}?)"
                         r"(?=[,?.;:!]|\s+(?:what|how|who|which|where|why|did|do|does|was|were|is|are)\b|$)", re.I)
 _ZH_ANCHOR = re.compile(r"([\w\u3400-\u9fff .\-]{1,16}?)(之前|以前|前|之后|以后|后|以来)(?=[，,、？?。\s]|$)")
