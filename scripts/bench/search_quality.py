@@ -63,6 +63,7 @@ from mcp_memory.config import load_settings
 from mcp_memory.core import sessions
 from mcp_memory.core.service import Service
 from mcp_memory.embeddings.providers import DEFAULT_LOCAL_MODEL, SHIPPED_MODELS
+from mcp_memory.memory_results import SearchMode
 from mcp_memory.store import embedded, migrate
 from mcp_memory.wiring import build
 
@@ -118,10 +119,10 @@ def load(service: Service, data: dict) -> dict[Key, str]:
                 turn_of[(sid, seq)] = turn["id"]
                 key_of[turn["id"]] = (sid, seq)
             for d in session.get("decisions", []):
-                seq = key_of[d["turn"]][1] if d.get("turn") else None
+                cited = key_of[d["turn"]][1] if d.get("turn") else None
                 made = service.record_decision(
                     sid, d["type"], d["summary"], status=d.get("status", "accepted"), rationale=d.get("rationale"),
-                    message_seq=seq, supersedes=decision_ids.get(d.get("supersedes", "")))
+                    message_seq=cited, supersedes=decision_ids.get(d.get("supersedes", "")))
                 decision_ids[d["id"]] = made.decision_id
     return turn_of
 
@@ -137,7 +138,7 @@ def fixed_session_ids(name: str) -> Iterator[None]:
         sessions.new_session_id = original
 
 
-def _ranker(mode: str) -> Callable[[Service, dict, int], list[Key]]:
+def _ranker(mode: SearchMode) -> Callable[[Service, dict, int], list[Key]]:
     def rank(service: Service, question: dict, limit: int) -> list[Key]:
         found = service.search_messages(question["question"], project_id=question.get("project"), limit=limit,
                                         mode=mode, **asked(service.search_messages, question))
@@ -163,9 +164,8 @@ def rank_recall(service: Service, question: dict, limit: int) -> list[Key]:
                            **asked(service.recall, question))
     ranked: list[Key] = []
     for item in found.items:
-        key = (item.session_id, item.seq)
-        if item.seq is not None and key not in ranked:
-            ranked.append(key)
+        if item.seq is not None and (item.session_id, item.seq) not in ranked:
+            ranked.append((item.session_id, item.seq))
     return ranked
 
 
@@ -174,7 +174,7 @@ RANKERS: dict[str, Callable[[Service, dict, int], list[Key]]] = {
 SEMANTIC = {"semantic", "hybrid"}
 
 
-def embed_all(service: Service, embedder: str, model: str) -> dict[str, float]:
+def embed_all(service: Service, embedder: str, model: str) -> dict[str, Any]:
     """Attach the embedder and embed every imported message; the time and rate of this run."""
     if embedder == "local":
         from mcp_memory.embeddings.providers import LocalProvider
@@ -230,7 +230,7 @@ def evaluate(service: Service, data: dict, turn_of: dict[Key, str], mode: str) -
 
 def metrics(ranks: list[int | None]) -> dict[str, float]:
     n = len(ranks)
-    result = {"n": n}
+    result: dict[str, float] = {"n": n}
     for k in KS:
         result[f"recall@{k}"] = round(sum(1 for r in ranks if r is not None and r <= k) / n, 3)
     result["mrr"] = round(sum(1 / r for r in ranks if r is not None) / n, 3)
