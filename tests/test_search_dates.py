@@ -130,3 +130,31 @@ def test_names_inside_chinese_text_are_bridge_names() -> None:
     assert names_in("新的发票服务以后就叫 Ledgerly，用来替换原来的脚本") == ["Ledgerly"]
     assert names_in("发票服务叫Ledgerly") == ["Ledgerly"]
     assert names_in("We adopted a beagle. Biscuit is his name, says Maya") == ["Maya"]
+
+
+def test_periods_and_events_rank_the_turn_of_their_window_first(service) -> None:
+    sid = service.create_session("timed", {"title": "checkout"}).session_id
+    service.append_messages(sid, [
+        {"role": "user", "content": "The checkout tests broke again: checkout tests fail on a shared fixture.",
+         "created_at": "2025-01-10T08:00:00Z"},
+        {"role": "user", "content": "User sessions are stored in Memcached with a 12 hour expiry.",
+         "created_at": "2025-01-12T08:00:00Z"},
+        {"role": "user", "content": "The database migration plan needs a rollback step.",
+         "created_at": "2025-01-20T08:00:00Z"},
+        {"role": "user", "content": "We finished the migration to PostgreSQL tonight.",
+         "created_at": "2025-02-15T08:00:00Z"},
+        {"role": "user", "content": "The checkout tests broke: a race in the cart cache.",
+         "created_at": "2025-03-05T08:00:00Z"},
+        {"role": "user", "content": "User sessions are stored in a PostgreSQL table now.",
+         "created_at": "2025-03-06T08:00:00Z"},
+    ])
+
+    def first(query: str, **kw) -> int:
+        return service.search_messages(query, project_id="timed", mode="fts", hits_only=True, **kw).matches[0].seq
+
+    assert first("why did the checkout tests break?", now="2025-04-10T00:00:00Z") == 1  # more of its words
+    assert first("why did the checkout tests break last month?", now="2025-04-10T00:00:00Z") == 5
+    assert first("上个月 checkout tests 为什么坏了", now="2025-04-10T00:00:00Z") == 5
+    assert first("why did the checkout tests break last month?", now="2025-02-03T00:00:00Z") == 1
+    assert first("Before the migration, how did we store user sessions?") == 2
+    assert first("After the migration, how did we store user sessions?") == 6

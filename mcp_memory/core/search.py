@@ -118,12 +118,12 @@ class Lexical:
     own: dict[ranking.Key, float] = field(default_factory=dict)  # before neighbour credit: the word hits
 
 
-def fts_scores(store: SearchStore, parsed: ParsedQuery, scope: Scope, *, bridge: bool = True) -> Lexical:
-    """BM25 with neighbour credit, before the role filter and the required phrases. With `bridge`
-    (and BRIDGE_WEIGHT), the names the best turns mention join the query (`bridged`)."""
+def fts_scores(store: SearchStore, parsed: ParsedQuery, scope: Scope) -> Lexical:
+    """BM25 with neighbour credit, before the role filter and the required phrases. With
+    BRIDGE_WEIGHT, the names the best turns mention join the query (`bridged`)."""
     own, confidence = lexical_own(store, parsed, scope)
     lexical = Lexical(ranking.with_neighbours(own), confidence, own)
-    return bridged(store, parsed, scope, lexical, ranking.top_keys(own, BRIDGE_POOL)) if bridge else lexical
+    return bridged(store, parsed, scope, lexical, ranking.top_keys(own, BRIDGE_POOL))
 
 
 def bridged(store: SearchStore, parsed: ParsedQuery, scope: Scope, lexical: Lexical,
