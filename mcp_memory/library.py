@@ -81,9 +81,11 @@ class Memory:
                                              session_id=session_id, since=since, until=until, limit=limit)
 
     def recall(self, query: str, *, project_id: str | None = None, limit: int = 5,
-               include_echoes: bool = False, from_digest: bool = False) -> Recall:
+               include_echoes: bool = False, from_digest: bool = False,
+               half_life_days: float | None = None) -> Recall:
+        """As the recall tool; half_life_days weighs recency (off by default, core/recall.py)."""
         return self.service.recall(query, project_id=project_id, limit=limit, include_echoes=include_echoes,
-                                   from_digest=from_digest)
+                                   from_digest=from_digest, half_life_days=half_life_days)
 
     def digest(self, project_id: str, *, day: str | None = None, session_id: str | None = None) -> Digest:
         """As the get_digest tool: a day's (default: the latest) or a session's digest, lines with sources."""

@@ -115,6 +115,8 @@ class RecallItem(BaseModel):
     why: MatchReason | None = Field(default=None, description="For a message: why it matched (as in search_messages).")
     context_of: int | None = Field(default=None, description="For a message there as context: the seq of the hit "
                                                              "it neighbours (its line says so).")
+    age_days: int | None = Field(default=None, description="Whole days from the item's time to the time of the "
+                                                           "recall (its line says \"3 days ago\" after the date).")
 
 
 class Recall(BaseModel):

@@ -296,6 +296,10 @@ class RecallHistory(Input):
         description="Start from digests: put the project's latest day digests (decisions, open questions, "
                     "files, commands; each line with its source session#seq or decision id) before the "
                     "matches. Needs project_id.")] = False
+    half_life_days: Annotated[float | None, Field(
+        gt=0, le=36500, description="Weigh recency: an item this many days old counts half as much as one "
+                                    "from today (off by default; ignored for an exact identifier such as a "
+                                    "file path, a function name or an error code).")] = None
 
 
 class GetDigest(Input):

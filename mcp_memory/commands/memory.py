@@ -164,7 +164,8 @@ def hook(settings: Settings, args: argparse.Namespace, stdin: str) -> int:
         agent = agents.get(args.agent or agents.SESSION_START_DEFAULT)
         if not agent.recall_wanted(event):
             return 0
-        cwd = event.get("cwd") if isinstance(event.get("cwd"), str) else os.getcwd()
+        given = event.get("cwd")
+        cwd = given if isinstance(given, str) else os.getcwd()
         project = projects.resolve(os.path.abspath(cwd), explicit=args.project,
                                    mapping=settings.raw.get("projects")).project
         with service(settings) as svc:

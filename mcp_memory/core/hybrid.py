@@ -14,6 +14,7 @@ silently. A mode asked for that cannot run falls back to full text and says why 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Any
 
 from ..embeddings.providers import Provider
@@ -24,7 +25,19 @@ from ..search.query import parse
 from ..store.db import Database
 from ..store.embedding_store import EmbeddingStore, Nearest
 from ..store.search_store import Scope, SearchStore
-from .search import Hits, Lexical, check_limit, check_query, check_scope, fetch_matches, fts_scores, with_session
+from . import temporal
+from .search import (
+    Hits,
+    Lexical,
+    check_limit,
+    check_query,
+    check_scope,
+    check_time,
+    fetch_matches,
+    fts_scores,
+    lexical_own,
+    with_session,
+)
 
 MODES: tuple[SearchMode, ...] = ("fts", "semantic", "hybrid")
 VECTOR_WEIGHT = 1.0  # the nearest vector against the best word match (1); constants chosen on the tuning parts
@@ -49,11 +62,11 @@ def check_mode(mode: Any) -> SearchMode | None:
 
 def search(
     db: Database, query: Any, *, embedder: Provider | None = None, mode: Any = None, session_id: str | None = None,
-    limit: Any = 10, hits_only: bool = False, include_echoes: bool = False, **filters: Any,
+    limit: Any = 10, hits_only: bool = False, include_echoes: bool = False, now: Any = None, **filters: Any,
 ) -> MatchList:
     """filters: project_id, agent_source, role, since, until. hits_only: leave out the turns that are
     there only as the context of a neighbouring hit. include_echoes: also the turns that echo
-    mcp-memory's own tools."""
+    mcp-memory's own tools. now: the time "last month" of the question counts from (default: now)."""
     text = check_query(query)
     limit = check_limit(limit)
     scope = replace(check_scope(**filters), echoes=include_echoes is True)
@@ -72,9 +85,69 @@ def search(
         near = _nearest(EmbeddingStore(conn), scope, embedder, vector) if vector is not None else []
         weight = vector_weight(text, getattr(embedder, "scripts", None), lexical.confidence)
         hits = Hits(words=lexical.own, meaning=vector_hits(plan.mode, near))
-        matches = fetch_matches(store, scope, parsed, combine(plan.mode, lexical.scores, near, weight), limit,
-                                hits=hits, hits_only=hits_only is True)
+        scores = combine(plan.mode, lexical.scores, near, weight)
+        when = Timed(EmbeddingStore(conn), store, scope, plan.mode, embedder if vector is not None else None)
+        found = when.second_stage(text, check_time(now, "now") or datetime.now(UTC), vector, hits)
+        if found is not None:
+            hits = found.hits
+        matches = fetch_matches(store, scope, parsed, scores, limit, hits=hits, hits_only=hits_only is True,
+                                window=found.window if found else None, inside=found.scores if found else None,
+                                share=found.share if found else 1.0)
     return MatchList(matches=matches, mode=plan.mode, note=plan.note)
+
+
+@dataclass(frozen=True)
+class SecondStage:
+    window: temporal.Window
+    scores: dict[ranking.Key, float]
+    hits: Hits
+    share: float  # of the first stage's scores (`temporal.merge`)
+
+
+@dataclass(frozen=True)
+class Timed:
+    """The time-anchored second stage (core/temporal.py) in the mode of the first."""
+
+    vectors: EmbeddingStore
+    store: SearchStore
+    scope: Scope
+    mode: SearchMode
+    embedder: Provider | None
+
+    def second_stage(self, text: str, now: datetime, vector: list[float] | None, hits: Hits) -> SecondStage | None:
+        """When the question names a period or an event: the window, the ranking inside it, and
+        the hits of both stages (for the labels)."""
+        found = temporal.focus(self.store, self.scope, text, now, self.event_scores)
+        if found is None:
+            return None
+        inner = temporal.window_scope(self.scope, found.window)
+        parsed = temporal.parsed_focus(self.store, found)
+        lexical = fts_scores(self.store, parsed, inner) if self.mode != "semantic" else Lexical({}, 0.0)
+        if found.anchored and vector is not None and self.embedder is not None:
+            try:  # the question without the event's words ("before the migration")
+                vector = self.embedder.embed([found.query])[0]
+            except Unavailable:
+                pass
+        near = _nearest(self.vectors, inner, self.embedder, vector) if vector is not None else []
+        weight = vector_weight(found.query, getattr(self.embedder, "scripts", None), lexical.confidence)
+        scores = combine(self.mode, lexical.scores, near, weight)
+        both = Hits(words=temporal.merge(hits.words, lexical.own),
+                    meaning=temporal.merge(hits.meaning, vector_hits(self.mode, near)))
+        return SecondStage(found.window, scores, both, temporal.EVENT_WORDS_SHARE if found.anchored else 1.0)
+
+    def event_scores(self, event: str) -> dict[ranking.Key, float]:
+        """The turns naming the event: by its words, and in hybrid also by the event's vector (an
+        event named in Chinese is found in an English session)."""
+        own, confidence = lexical_own(self.store, parse(event, self.store.synonym_groups()), self.scope)
+        if self.embedder is None or self.mode == "fts":
+            return own
+        try:
+            vector = self.embedder.embed([event])[0]
+        except Unavailable:
+            return own
+        near = _nearest(self.vectors, self.scope, self.embedder, vector)
+        weight = vector_weight(event, getattr(self.embedder, "scripts", None), confidence)
+        return combine("hybrid", own, near, weight)
 
 
 def plan_mode(db: Database, embedder: Provider | None, requested: SearchMode | None,

@@ -1,16 +1,25 @@
 """Recall: the prompt-ready history block — decisions first, then messages, each
-line dated and at most 200 characters, decisions labelled with their status in the language of
-the question, and a short warning that history may be stale."""
+line dated with its age ("[2025-02-10 · 3 days ago]") and at most 200 characters, decisions
+labelled with their status in the language of the question (current ones — accepted, proposed —
+before superseded and rejected ones), and a short warning that history may be stale.
+
+Recency (`half_life_days`): off by default. With a half-life of H days, an item's relevance is
+multiplied by 0.5 ** (age / H) before ordering (decisions within their status group, messages among
+themselves), so a turn H days old needs twice the relevance of one written now. It stays off for
+exact-identifier queries (`is_identifier`): a file path, a function or class name, an error code
+asks for that thing whenever it was said."""
 
 from __future__ import annotations
 
+import math
 import re
+from datetime import UTC, datetime
 from typing import Any
 
 from ..embeddings.providers import Provider
 from ..errors import Invalid
 from ..memory_results import Decision, MessageMatch, Recall, RecallItem
-from ..operations import MAX_RECALL
+from ..operations import MAX_MATCHES, MAX_RECALL
 from ..search.snippet import shorten
 from ..store.db import Database
 from . import decisions as decisions_core
@@ -22,6 +31,9 @@ MAX_LIMIT = MAX_RECALL
 DIGEST_DAYS = 2  # from_digest: the latest days with messages
 DIGEST_CAP = {"decision": 10, "question": 5, "file": 10, "command": 5}  # lines per section in the text
 ITEM_CHARS = 200
+MAX_HALF_LIFE_DAYS = 36500.0
+RECENCY_POOL = 3  # with a half-life, this many times the limit of messages are weighed
+CURRENT = ("accepted", "proposed")  # decisions listed first; superseded and rejected ones after
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 
 LABELS = {
@@ -50,7 +62,7 @@ def language(query: str) -> str:
 
 def recall(
     db: Database, query: Any, *, project_id: str | None = None, limit: Any = 5, embedder: Provider | None = None,
-    include_echoes: bool = False, from_digest: bool = False,
+    include_echoes: bool = False, from_digest: bool = False, half_life_days: Any = None, now: Any = None,
 ) -> Recall:
     """Messages come from search in its default mode (hybrid when the project has vectors). With
     `from_digest`, the project's latest day digests come first (their lines carry their sources)."""
@@ -58,15 +70,24 @@ def recall(
     if from_digest and not (isinstance(project_id, str) and project_id):
         raise Invalid("from_digest needs project_id: digests are per project")
     limit = search_core.check_limit(limit, maximum=MAX_LIMIT)
+    half_life = check_half_life(half_life_days)
+    if half_life is not None and is_identifier(text):
+        half_life = None
+    moment = search_core.check_time(now, "now") or datetime.now(UTC)
     max_decisions = limit - min(2, limit // 2)  # leave room for at least some discussion
     found = decisions_core.search(db, text, project_id=project_id, limit=max_decisions)
     found = [d for d in found if (d.score or 0) > 0 or _literal_hit(d, text)]
+    found = ordered_decisions(found, half_life, moment)
     sources = {(d.session_id, d.message_seq) for d in found}
-    matches = hybrid.search(db, text, embedder=embedder, project_id=project_id, limit=limit + len(found),
-                            include_echoes=include_echoes).matches
-    matches = [m for m in matches if (m.session_id, m.seq) not in sources][: limit - len(found)]
+    wanted = limit + len(found) if half_life is None else min(limit * RECENCY_POOL + len(found), MAX_MATCHES)
+    matches = hybrid.search(db, text, embedder=embedder, project_id=project_id, limit=wanted,
+                            include_echoes=include_echoes, now=moment).matches
+    matches = [m for m in matches if (m.session_id, m.seq) not in sources]
+    if half_life is not None:
+        matches = sorted(matches, key=lambda m: -m.score * decay(age_days(m.created_at, moment), half_life))
+    matches = matches[: limit - len(found)]
     lang = language(text)
-    items = [_decision_item(d, lang) for d in found] + [_message_item(m, lang) for m in matches]
+    items = [_decision_item(d, lang, moment) for d in found] + [_message_item(m, lang, moment) for m in matches]
     block = render(items, lang)
     if not from_digest:
         return Recall(text=block, items=items)
@@ -77,30 +98,105 @@ def recall(
     return Recall(text="\n\n".join([*heads, block] if block else heads), items=items, digests=days)
 
 
+def check_half_life(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not 0 < value <= MAX_HALF_LIFE_DAYS:
+        raise Invalid(f"half_life_days must be a number of days above 0 and at most {MAX_HALF_LIFE_DAYS:g}")
+    return float(value)
+
+
+_IDENTIFIER = re.compile(
+    r"""^(?:
+        [\w.~-]*[/\\][\w./\\~-]+                 # a path: src/app.py, C:\\x\\y, ~/notes
+      | [\w-]+\.[A-Za-z][A-Za-z0-9]{0,5}           # a file name: app.py, Dockerfile.dev
+      | [A-Za-z_]\w*(?:(?:\.|::)[A-Za-z_]\w*)+(?:\(\))?  # a dotted or qualified name: os.path.join, Foo::bar
+      | [A-Za-z_]\w*\(\)                            # a call: parse()
+      | _*[a-z0-9]+(?:_[a-z0-9]+)+_*               # snake_case
+      | [A-Z0-9]+(?:_[A-Z0-9]+)+                   # CONSTANT_CASE, ERR_CONN_RESET
+      | [a-z]+(?:[A-Z][a-z0-9]*)+                  # camelCase
+      | [A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+          # PascalCase
+      | [A-Z]{1,6}-?\d{2,}                          # an error code: E0425, TS2345, ORA-00942
+      | 0x[0-9A-Fa-f]+                             # a hex code
+    )$""", re.VERBOSE)
+
+
+def is_identifier(query: str) -> bool:
+    """An exact-identifier query: one token (quotes and backticks around it aside) that is a path,
+    a file name, a qualified or called name, a snake/camel/Pascal/CONSTANT case name or an error
+    code. Such a query wants that thing, however old: recency does not weigh it."""
+    token = query.strip().strip("`'\"“”「」")
+    return bool(token) and not any(c.isspace() for c in token) and bool(_IDENTIFIER.match(token))
+
+
+def age_days(created_at: str, now: datetime) -> int:
+    """Whole days from an RFC 3339 time to now (0 for a time after now)."""
+    moment = datetime.fromisoformat(created_at.replace("Z", "+00:00"))
+    return max(0, (now - moment).days)
+
+
+def decay(age: int, half_life: float) -> float:
+    return float(0.5 ** (age / half_life))
+
+
+def ordered_decisions(found: list[Decision], half_life: float | None, now: datetime) -> list[Decision]:
+    """Current decisions (accepted, proposed) before superseded and rejected ones; within each
+    group by relevance (times the recency decay with a half-life), ties as search ordered them."""
+    def key(item: tuple[int, Decision]) -> tuple[bool, float, int]:
+        n, d = item
+        weight = decay(age_days(d.created_at, now), half_life) if half_life is not None else 1.0
+        return (d.status not in CURRENT, -(d.score or 0.0) * weight if half_life is not None else 0.0, n)
+    return [d for _, d in sorted(enumerate(found), key=key)]
+
+
+def age_text(days: int, lang: str) -> str:
+    """"today", "yesterday", "3 days ago", "2 weeks ago", "5 months ago", "2 years ago" (and zh)."""
+    if days <= 1:
+        return ("today", "yesterday")[days] if lang == "en" else ("今天", "昨天")[days]
+    for limit, span, en, zh in ((14, 1, "days", "天"), (60, 7, "weeks", "周"), (730, 30, "months", "个月"),
+                                (10**9, 365, "years", "年")):
+        if days < limit:
+            amount = days // span
+            return f"{amount} {en} ago" if lang == "en" else f"{amount}{zh}前"
+    raise AssertionError("unreachable: the last span has no limit")
+
+
 def _literal_hit(decision: Decision, text: str) -> bool:
     needle = text.strip().lower()
     return needle in decision.summary.lower() or needle in (decision.rationale or "").lower()
 
 
-def _decision_item(d: Decision, lang: str) -> RecallItem:
+def _dated(created_at: str, lang: str, now: datetime | None) -> tuple[str, int | None]:
+    """"[2025-02-10 · 3 days ago]" and the age (just the date without a time to count from)."""
+    if now is None:
+        return f"[{created_at[:10]}]", None
+    days = age_days(created_at, now)
+    return f"[{created_at[:10]} · {age_text(days, lang)}]", days
+
+
+def _decision_item(d: Decision, lang: str, now: datetime | None = None) -> RecallItem:
     words = WORDS[lang]
-    line = f"[{d.created_at[:10]}] [{LABELS[lang][d.status]}] {d.decision_type}: {d.summary}"
+    stamp, days = _dated(d.created_at, lang, now)
+    line = f"{stamp} [{LABELS[lang][d.status]}] {d.decision_type}: {d.summary}"
     if d.rationale:
         line += f" — {words['because']}: {d.rationale}"
     if d.superseded_by:
         line = f"{line} ({words['replaced']} {d.superseded_by})"
     return RecallItem(kind="decision", text=shorten(line, ITEM_CHARS), date=d.created_at[:10],
                       session_id=d.session_id, seq=d.message_seq, decision_id=d.decision_id, status=d.status,
-                      score=d.score or 0.0)
+                      score=d.score or 0.0, age_days=days)
 
 
-def _message_item(m: MessageMatch, lang: str) -> RecallItem:
+def _message_item(m: MessageMatch, lang: str, now: datetime) -> RecallItem:
     where = f" @ {m.session_title}" if m.session_title else ""
     body = m.snippet.replace("**", "")
     context = f" ({WORDS[lang]['context'].format(seq=m.context_of)})" if m.why == "context" and m.context_of else ""
-    line = f"[{m.created_at[:10]}] {WORDS[lang].get(m.role, m.role)}{where}{context}: {body}"
+    stamp, days = _dated(m.created_at, lang, now)
+    line = f"{stamp} {WORDS[lang].get(m.role, m.role)}{where}{context}: {body}"
     return RecallItem(kind="message", text=shorten(line, ITEM_CHARS), date=m.created_at[:10],
-                      session_id=m.session_id, seq=m.seq, score=m.score, why=m.why, context_of=m.context_of)
+                      session_id=m.session_id, seq=m.seq, score=m.score, why=m.why, context_of=m.context_of,
+                      age_days=days)
 
 
 def render(items: list[RecallItem], lang: str) -> str:
@@ -123,5 +219,6 @@ def digest(db: Database, *, project_id: str | None, limit: int = 5) -> Recall:
     lang = language(" ".join(d.summary for d in found)) if found else "en"
     if found and lang == "zh" and sum(bool(_HAN.search(d.summary)) for d in found) * 2 < len(found):
         lang = "en"
-    items = [_decision_item(d, lang) for d in found]
+    now = datetime.now(UTC)
+    items = [_decision_item(d, lang, now) for d in ordered_decisions(found, None, now)]
     return Recall(text=render(items, lang), items=items)

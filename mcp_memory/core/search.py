@@ -17,18 +17,24 @@ from ..search.query import ParsedQuery, match_tsquery, phrase_tsquery
 from ..search.snippet import snippet
 from ..search.text import payload_text
 from ..search.tokenizer import iter_terms
+from ..search.when import Window
 from ..store.core_store import Store
 from ..store.db import Database
 from ..store.search_store import Scope, SearchStore
+from . import temporal
 from .indexer import Indexer
+from .temporal import merge
 
 MAX_LIMIT = MAX_MATCHES
 HIT_FETCH_FACTOR = 3  # neighbours and filters drop some keys: fetch more than asked, keep `limit`
 MONTH_BOOST = 1.0  # time_factors (chosen on the tuning parts of scripts/bench/search_quality.py)
 WHEN_BOOST = 0.2
-BRIDGE_WEIGHT = 0.3  # query weight of the names the best turns mention (`bridge_terms`; 0: off)
+BRIDGE_WEIGHT = 0.3  # a bridged name against a query word ("join"), the best bridged turn against the best ("fuse"); 0: off
 BRIDGE_TURNS = 2
-_NAME = re.compile(r"(?<=[\w,;:)'’-]\s)([A-Z][a-z]{2,})\b")  # a capital after a word or comma, not after . ! ?
+BRIDGE_POOL = 2  # the first stage's best turns searched for the BRIDGE_TURNS that name someone
+BRIDGE_MODE = "join"  # or "fuse" (`bridged`); constants chosen on the tuning parts
+# a capital after a word or comma (not after . ! ?), or right after a CJK character (Latin names in Chinese text)
+_NAME = re.compile(r"(?:(?<=[\w,;:)'’-]\s)|(?<=[\u3400-\u9fff，、：])\s?)([A-Z][a-z]{2,})\b")
 _RELATIVE = re.compile(r"^\s*(\d+)\s*([mhdw])\s*$")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
@@ -114,16 +120,38 @@ class Lexical:
 
 def fts_scores(store: SearchStore, parsed: ParsedQuery, scope: Scope) -> Lexical:
     """BM25 with neighbour credit, before the role filter and the required phrases. With
-    BRIDGE_WEIGHT, the names the best turns mention join the query (`bridge_terms`)."""
-    own, confidence = _bm25(store, parsed, scope)
-    if BRIDGE_WEIGHT > 0 and own:
-        names = bridge_terms(store, scope, parsed, own)
-        if names:
-            own, _ = _bm25(store, replace(parsed, terms={**names, **parsed.terms}), scope)
-    return Lexical(ranking.with_neighbours(own), confidence, own)
+    BRIDGE_WEIGHT, the names the best turns mention join the query (`bridged`)."""
+    own, confidence = lexical_own(store, parsed, scope)
+    lexical = Lexical(ranking.with_neighbours(own), confidence, own)
+    return bridged(store, parsed, scope, lexical, ranking.top_keys(own, BRIDGE_POOL))
 
 
-def _bm25(store: SearchStore, parsed: ParsedQuery, scope: Scope) -> tuple[dict[ranking.Key, float], float]:
+def bridged(store: SearchStore, parsed: ParsedQuery, scope: Scope, lexical: Lexical,
+            seeds: list[ranking.Key]) -> Lexical:
+    """The second stage of a multi-hop question: the names the `seeds` (the first stage's best
+    turns) mention and the query lacks (`bridge_terms`). BRIDGE_MODE "join": they join the query at
+    BRIDGE_WEIGHT of a query word. "fuse": the turns naming them are found by the names alone and
+    that score, scaled so the best is BRIDGE_WEIGHT × the first stage's best, is added — a turn
+    that speaks only of the name ("Ledgerly times out") can reach the first stage's top."""
+    if BRIDGE_WEIGHT <= 0 or not seeds:
+        return lexical
+    names = bridge_terms(store, scope, parsed, seeds)
+    if not names:
+        return lexical
+    if BRIDGE_MODE == "join":
+        own, _ = lexical_own(store, replace(parsed, terms={**names, **parsed.terms}), scope)
+        return Lexical(ranking.with_neighbours(own), lexical.confidence, own)
+    by_name, _ = lexical_own(store, ParsedQuery(terms=dict.fromkeys(names, 1.0), text=" ".join(names)), scope)
+    top, top_name = max(lexical.own.values(), default=0.0), max(by_name.values(), default=0.0)
+    if top <= 0 or top_name <= 0:
+        return lexical
+    own = dict(lexical.own)
+    for key, value in by_name.items():
+        own[key] = own.get(key, 0.0) + BRIDGE_WEIGHT * top * value / top_name
+    return Lexical(ranking.with_neighbours(own), lexical.confidence, own)
+
+
+def lexical_own(store: SearchStore, parsed: ParsedQuery, scope: Scope) -> tuple[dict[ranking.Key, float], float]:
     """Each candidate turn's own BM25, and the confidence of `Lexical`."""
     stats = store.term_stats(scope.project_id, list(parsed.terms))
     weights = ranking.term_weights(parsed.terms, stats)
@@ -140,16 +168,19 @@ def _bm25(store: SearchStore, parsed: ParsedQuery, scope: Scope) -> tuple[dict[r
     return own, confidence
 
 
-def bridge_terms(store: SearchStore, scope: Scope, parsed: ParsedQuery,
-                 own: dict[ranking.Key, float]) -> dict[str, float]:
+def bridge_terms(store: SearchStore, scope: Scope, parsed: ParsedQuery, keys: list[ranking.Key]) -> dict[str, float]:
     """Multi-hop questions name a storyline; the turn that answers often names only what an
-    earlier turn introduced ("…we named him Biscuit" → "Biscuit chewed…"). The names in the
-    BRIDGE_TURNS best turns that the query lacks are added at BRIDGE_WEIGHT."""
-    keys = ranking.top_keys(own, BRIDGE_TURNS)
-    rows = store.hits(scope=replace(scope, role=None), keys=keys, required=None)
+    earlier turn introduced ("…we named him Biscuit" → "Biscuit chewed…", "the invoice service is
+    Ledgerly from now on" → "Ledgerly times out"). The names that the BRIDGE_TURNS best turns
+    naming anyone (among the BRIDGE_POOL best, `keys` in rank order) mention and the query lacks,
+    at BRIDGE_WEIGHT: a turn that names nobody has no bridge to offer."""
+    rows = store.hits(scope=replace(scope, role=None), keys=keys[:BRIDGE_POOL], required=None)
+    order = {key: n for n, key in enumerate(keys)}
+    rows = sorted(rows, key=lambda row: order[(row["session_id"], row["seq"])])
     found: dict[str, float] = {}
-    for row in rows:
-        for name in names_in(payload_text(row["payload"])):
+    named = [names for names in (names_in(payload_text(row["payload"])) for row in rows) if names]
+    for names in named[:BRIDGE_TURNS]:
+        for name in names:
             for term, _ in iter_terms(name):
                 if term not in parsed.terms:
                     found[term] = BRIDGE_WEIGHT
@@ -158,7 +189,8 @@ def bridge_terms(store: SearchStore, scope: Scope, parsed: ParsedQuery,
 
 def names_in(text: str) -> list[str]:
     """Capitalised Latin words that do not start a sentence: names, in English and most Latin
-    scripts (CJK text has no such mark, so Chinese questions are not bridged)."""
+    scripts, and Latin names written inside Chinese text ("新的发票服务就叫 Ledgerly"); Chinese names
+    have no such mark and are not bridged."""
     return [m.group(1) for m in _NAME.finditer(text)]
 
 
@@ -176,33 +208,40 @@ class Hits:
 
 def fetch_matches(
     store: SearchStore, scope: Scope, parsed: ParsedQuery, scores: dict[ranking.Key, float], limit: int, *,
-    hits: Hits | None = None, hits_only: bool = False,
+    hits: Hits | None = None, hits_only: bool = False, window: Window | None = None,
+    inside: dict[ranking.Key, float] | None = None, share: float = 1.0,
 ) -> list[MessageMatch]:
     """The best `limit` of the scored keys that pass every filter, with recency, as matches, each
     labelled (`why`, `context_of`); `hits_only` leaves out the turns that are there only as the
-    context of a neighbouring hit."""
+    context of a neighbouring hit. With a `window` (core/temporal.py), the best keys of the ranking
+    `inside` it join the candidates (the overall scores times `share`), and the turns in it rank
+    higher."""
     hits = hits or Hits()
+    scores = merge(scores, inside, share) if inside else scores
     if hits_only:
         scores = {key: score for key, score in scores.items() if hits.score(key) > 0}
     keys = ranking.top_keys(scores, limit * HIT_FETCH_FACTOR)
+    keys += [key for key in ranking.top_keys(inside or {}, limit) if key not in keys and key in scores]
     rows = store.hits(scope=scope, keys=keys, required=required_tsquery(parsed)) if keys else []
     by_key = {(r["session_id"], r["seq"]): r for r in rows}
-    timed = time_factors(parsed.text, by_key)
+    timed = time_factors(parsed.text, by_key, window)
     ordered = ranking.final_order((key, scores[key] * timed.get(key, 1.0), row["created_at"])
                                   for key, row in by_key.items())
     return [_match(by_key[key], score, parsed, hits) for key, score in ordered[:limit]]
 
 
-def time_factors(text: str, rows: dict[ranking.Key, dict[str, Any]]) -> dict[ranking.Key, float]:
+def time_factors(text: str, rows: dict[ranking.Key, dict[str, Any]],
+                 window: Window | None = None) -> dict[ranking.Key, float]:
     """Dates in ranking: a question that names a month favours the turns written in it; a "when"
-    question favours turns that say when (a relative or absolute time expression)."""
+    question favours turns that say when (a relative or absolute time expression); a question
+    about a period (`window`) favours the turns written in it or naming a day in it."""
     months = dates.named_months(text)
     asks_when = dates.is_time_question(text)
-    if not months and not asks_when:
+    if not months and not asks_when and window is None:
         return {}
     factors = {}
     for key, row in rows.items():
-        factor = 1.0
+        factor = 1.0 + temporal.WINDOW_BOOST if window is not None and temporal.in_window(window, row) else 1.0
         if months and row["created_at"].month in months:
             factor *= 1.0 + MONTH_BOOST
         if asks_when and dates.has_time_expression(payload_text(row["payload"])):

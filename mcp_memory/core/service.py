@@ -4,6 +4,7 @@ library API. Transports call these methods and format the results; nothing here 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from ..config import Settings
@@ -40,8 +41,7 @@ from ..results import (
 from ..schema import MessageIn, Role
 from ..store.append_listener import AppendListener
 from ..store.db import Database
-from . import (context, decisions, digests, embed, hybrid, query, recall, search, sessions, snapshots, transfers,
-               waiting)
+from . import context, decisions, digests, embed, hybrid, query, recall, search, sessions, snapshots, transfers, waiting
 from . import messages as messages_core
 from .indexer import Indexer
 from .sanitize import Cleaner
@@ -178,22 +178,27 @@ class Service:
         self, query: str, *, project_id: str | None = None, agent_source: str | None = None,
         role: Role | None = None, session_id: str | None = None, since: str | None = None,
         until: str | None = None, limit: int = 10, mode: SearchMode | None = None, hits_only: bool = False,
-        include_echoes: bool = False,
+        include_echoes: bool = False, now: str | datetime | None = None,
     ) -> MatchList:
         """mode: fts | semantic | hybrid (default: hybrid when the project has vectors, else fts).
         hits_only: leave out the turns there only as context of a neighbouring hit. include_echoes: also
-        the turns that echo mcp-memory's own tools (scaffolding.py)."""
+        the turns that echo mcp-memory's own tools (scaffolding.py). now (library only): the time
+        that "last month" in the query counts from, default the current time."""
         self.indexer.catch_up(project_id if isinstance(project_id, str) else None)
         return hybrid.search(self.db, query, embedder=self.embedder, mode=mode, project_id=project_id,
                              agent_source=agent_source, role=role, session_id=session_id, since=since,
-                             until=until, limit=limit, hits_only=hits_only, include_echoes=include_echoes)
+                             until=until, limit=limit, hits_only=hits_only, include_echoes=include_echoes, now=now)
 
     def recall(self, query: str, *, project_id: str | None = None, limit: int = 5,
-               include_echoes: bool = False, from_digest: bool = False) -> Recall:
-        """from_digest: the project's latest day digests first (core/digests.py), then the matches."""
+               include_echoes: bool = False, from_digest: bool = False, half_life_days: float | None = None,
+               now: str | datetime | None = None) -> Recall:
+        """from_digest: the project's latest day digests first (core/digests.py), then the matches.
+        half_life_days: weigh recency (core/recall.py); now (library only): the time ages and "last
+        month" count from, default the current time."""
         self.indexer.catch_up(project_id if isinstance(project_id, str) else None)
         return recall.recall(self.db, query, project_id=project_id, limit=limit, embedder=self.embedder,
-                             include_echoes=include_echoes, from_digest=from_digest)
+                             include_echoes=include_echoes, from_digest=from_digest,
+                             half_life_days=half_life_days, now=now)
 
     def get_digest(self, project_id: str, *, day: str | None = None, session_id: str | None = None) -> Digest:
         """Computed from the stored rows on each call: a new message or decision shows at once."""

@@ -4,9 +4,10 @@ Usage:
     python scripts/bench/search_quality.py [DATASET …] [--mode fts|semantic|hybrid|recall|all] [--dsn DSN]
         [--embedder local|openai] [--model NAME] [--json] [--misses]
 
-DATASET defaults to both bundled sets: scripts/bench/data/memory_qa.json (agent sessions about
-projects) and scripts/bench/data/life_qa.json (long multi-session conversations, one session per
-day). Every question belongs to a part by a fixed rule on its conversation id (`part_of`): `tuning`
+DATASET defaults to the three bundled sets: scripts/bench/data/memory_qa.json (agent sessions about
+projects), scripts/bench/data/life_qa.json (long multi-session conversations, one session per
+day) and scripts/bench/data/project_qa.json (engineering projects over months, sessions in English
+or Chinese, relative-time and before/after-an-event questions). Every question belongs to a part by a fixed rule on its conversation id (`part_of`): `tuning`
 or `held-out`. Weights and thresholds of the ranking are chosen on the tuning part only; the
 held-out part is what the README reports. Without --dsn a temporary embedded PostgreSQL
 is started (and stopped). With --dsn the role must be allowed to CREATE DATABASE: the run imports
@@ -29,6 +30,7 @@ Dataset format (JSON, UTF-8):
                                       "decisions": [{"id", "type", "summary", "status", "rationale"?,
                                                      "turn" (turn id)?, "supersedes" (decision id)?}, …]}]}],
      "questions": [{"id", "question", "project"?, "category", "answer_turns": [turn id, …],
+                    "asked_at"? (RFC 3339: the `now` that "last month" counts from),
                     "evidence_turns"? (all turns the answer needs; informative),
                     "conversation"? (else the conversation of its first answer turn)}, …]}
 A question is answered at rank r when the r-th ranked turn is one of its answer_turns. Turns are
@@ -40,6 +42,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import importlib
+import inspect
 import json
 import os
 import statistics
@@ -60,11 +63,12 @@ from mcp_memory.config import load_settings
 from mcp_memory.core import sessions
 from mcp_memory.core.service import Service
 from mcp_memory.embeddings.providers import DEFAULT_LOCAL_MODEL, SHIPPED_MODELS
+from mcp_memory.memory_results import SearchMode
 from mcp_memory.store import embedded, migrate
 from mcp_memory.wiring import build
 
 DATA = Path(__file__).with_name("data")
-DEFAULTS = [DATA / "memory_qa.json", DATA / "life_qa.json"]
+DEFAULTS = [DATA / "memory_qa.json", DATA / "life_qa.json", DATA / "project_qa.json"]
 PARTS = ("tuning", "held-out")
 KS = (1, 5, 10)
 Key = tuple[str, int]
@@ -115,10 +119,10 @@ def load(service: Service, data: dict) -> dict[Key, str]:
                 turn_of[(sid, seq)] = turn["id"]
                 key_of[turn["id"]] = (sid, seq)
             for d in session.get("decisions", []):
-                seq = key_of[d["turn"]][1] if d.get("turn") else None
+                cited = key_of[d["turn"]][1] if d.get("turn") else None
                 made = service.record_decision(
                     sid, d["type"], d["summary"], status=d.get("status", "accepted"), rationale=d.get("rationale"),
-                    message_seq=seq, supersedes=decision_ids.get(d.get("supersedes", "")))
+                    message_seq=cited, supersedes=decision_ids.get(d.get("supersedes", "")))
                 decision_ids[d["id"]] = made.decision_id
     return turn_of
 
@@ -134,26 +138,34 @@ def fixed_session_ids(name: str) -> Iterator[None]:
         sessions.new_session_id = original
 
 
-def _ranker(mode: str) -> Callable[[Service, dict, int], list[Key]]:
+def _ranker(mode: SearchMode) -> Callable[[Service, dict, int], list[Key]]:
     def rank(service: Service, question: dict, limit: int) -> list[Key]:
         found = service.search_messages(question["question"], project_id=question.get("project"), limit=limit,
-                                        mode=mode)
+                                        mode=mode, **asked(service.search_messages, question))
         if found.mode != mode:
             raise SystemExit(f"{mode} search did not run: {found.note}")
         return [(m.session_id, m.seq) for m in found.matches]
     return rank
 
 
+def asked(method: Callable[..., Any], question: dict) -> dict[str, Any]:
+    """The question's `asked_at` as the `now` that relative periods ("last month") count from,
+    when the code under test takes one (older versions do not: they are measured without it)."""
+    if "asked_at" not in question or "now" not in inspect.signature(method).parameters:
+        return {}
+    return {"now": question["asked_at"]}
+
+
 rank_fts = _ranker("fts")
 
 
 def rank_recall(service: Service, question: dict, limit: int) -> list[Key]:
-    found = service.recall(question["question"], project_id=question.get("project"), limit=min(limit, 20))
+    found = service.recall(question["question"], project_id=question.get("project"), limit=min(limit, 20),
+                           **asked(service.recall, question))
     ranked: list[Key] = []
     for item in found.items:
-        key = (item.session_id, item.seq)
-        if item.seq is not None and key not in ranked:
-            ranked.append(key)
+        if item.seq is not None and (item.session_id, item.seq) not in ranked:
+            ranked.append((item.session_id, item.seq))
     return ranked
 
 
@@ -162,7 +174,7 @@ RANKERS: dict[str, Callable[[Service, dict, int], list[Key]]] = {
 SEMANTIC = {"semantic", "hybrid"}
 
 
-def embed_all(service: Service, embedder: str, model: str) -> dict[str, float]:
+def embed_all(service: Service, embedder: str, model: str) -> dict[str, Any]:
     """Attach the embedder and embed every imported message; the time and rate of this run."""
     if embedder == "local":
         from mcp_memory.embeddings.providers import LocalProvider
@@ -218,7 +230,7 @@ def evaluate(service: Service, data: dict, turn_of: dict[Key, str], mode: str) -
 
 def metrics(ranks: list[int | None]) -> dict[str, float]:
     n = len(ranks)
-    result = {"n": n}
+    result: dict[str, float] = {"n": n}
     for k in KS:
         result[f"recall@{k}"] = round(sum(1 for r in ranks if r is not None and r <= k) / n, 3)
     result["mrr"] = round(sum(1 / r for r in ranks if r is not None) / n, 3)

@@ -56,3 +56,93 @@ def test_only_the_part_of_the_pool_above_its_typical_similarity_counts() -> None
     assert scaled[("s", 10)] == 1.0
     assert set(scaled) == {("s", i) for i in range(6, 11)}
     assert all(0 < v <= 1 for v in scaled.values())
+
+
+def test_relative_periods_count_from_the_time_of_the_question() -> None:
+    from mcp_memory.search.when import relative_window
+
+    asked = datetime(2025, 6, 11, 15, 0, tzinfo=UTC)  # a Wednesday
+    day = lambda *ymd: datetime(*ymd, tzinfo=UTC)  # noqa: E731
+    last_month = relative_window("What caused the flaky tests last month?", asked)
+    assert last_month is not None and (last_month.since, last_month.until) == (day(2025, 5, 1), day(2025, 6, 1))
+    assert relative_window("上个月结账测试为什么失败？", asked) == last_month
+    last_week = relative_window("what broke last week", asked)
+    assert last_week is not None and (last_week.since, last_week.until) == (day(2025, 6, 2), day(2025, 6, 9))
+    assert relative_window("上周发生了什么", asked) == last_week
+    january = relative_window("what went wrong last month", day(2025, 1, 20))
+    assert january is not None and january.since == day(2024, 12, 1)  # across the year
+    yesterday = relative_window("昨天的部署", asked)
+    assert yesterday is not None and yesterday.holds(day(2025, 6, 10, 23)) and not yesterday.holds(asked)
+    ago = relative_window("the outage 3 days ago", asked)
+    assert ago is not None and ago.holds(day(2025, 6, 8, 12)) and not ago.holds(day(2025, 6, 1))
+    recent = relative_window("最近两周的告警", asked)
+    assert recent is not None and recent.since == day(2025, 5, 28)
+    assert relative_window("How do we deploy the invoice service?", asked) is None
+    assert relative_window("上个3月", asked) is None
+
+
+def test_anchor_clauses_name_an_event_and_a_side() -> None:
+    from mcp_memory.search.when import anchor_clause, around
+
+    before = anchor_clause("Before the migration, how did we store user sessions?")
+    assert before is not None and (before.direction, before.event) == ("before", "migration")
+    assert before.rest == "how did we store user sessions?"
+    after = anchor_clause("迁移之后，备份是怎么做的？")
+    assert after is not None and (after.direction, after.event, after.rest) == ("after", "迁移", "备份是怎么做的？")
+    since = anchor_clause("what changed since the Kafka rollout?")
+    assert since is not None and (since.direction, since.event) == ("after", "Kafka rollout")
+    assert anchor_clause("3天前的告警") is None and anchor_clause("what happened 2 weeks before?") is None
+    assert anchor_clause("然后，我们做了什么") is None  # 然后 is "then", not "after 然"
+    assert anchor_clause("How do we deploy?") is None
+    assert anchor_clause("How long are feature flags kept before reloading?") is None  # no event, a habit
+    assert anchor_clause("retry since it is slow") is None
+    moment = datetime(2025, 3, 22, 21, 0, tzinfo=UTC)
+    assert around(before, moment).holds(datetime(2025, 3, 1, tzinfo=UTC))
+    assert not around(before, moment).holds(datetime(2025, 4, 1, tzinfo=UTC))
+    assert around(after, moment).holds(datetime(2025, 4, 1, tzinfo=UTC))
+
+
+def test_dates_a_message_names() -> None:
+    from mcp_memory.search.when import dates_in
+
+    written = datetime(2025, 1, 10, tzinfo=UTC)
+    assert dates_in("rolled back on 2024-12-30", written) == [datetime(2024, 12, 30, tzinfo=UTC)]
+    assert dates_in("从 12月30日起每晚死锁", written) == [datetime(2024, 12, 30, tzinfo=UTC)]  # the last such day
+    assert dates_in("since January 3rd", written) == [datetime(2025, 1, 3, tzinfo=UTC)]
+    assert dates_in("2025-02-30 is no day, 13月1日 neither", written) == []
+
+
+def test_names_inside_chinese_text_are_bridge_names() -> None:
+    from mcp_memory.core.search import names_in
+
+    assert names_in("新的发票服务以后就叫 Ledgerly，用来替换原来的脚本") == ["Ledgerly"]
+    assert names_in("发票服务叫Ledgerly") == ["Ledgerly"]
+    assert names_in("We adopted a beagle. Biscuit is his name, says Maya") == ["Maya"]
+
+
+def test_periods_and_events_rank_the_turn_of_their_window_first(service) -> None:
+    sid = service.create_session("timed", {"title": "checkout"}).session_id
+    service.append_messages(sid, [
+        {"role": "user", "content": "The checkout tests broke again: checkout tests fail on a shared fixture.",
+         "created_at": "2025-01-10T08:00:00Z"},
+        {"role": "user", "content": "User sessions are stored in Memcached with a 12 hour expiry.",
+         "created_at": "2025-01-12T08:00:00Z"},
+        {"role": "user", "content": "The database migration plan needs a rollback step.",
+         "created_at": "2025-01-20T08:00:00Z"},
+        {"role": "user", "content": "We finished the migration to PostgreSQL tonight.",
+         "created_at": "2025-02-15T08:00:00Z"},
+        {"role": "user", "content": "The checkout tests broke: a race in the cart cache.",
+         "created_at": "2025-03-05T08:00:00Z"},
+        {"role": "user", "content": "User sessions are stored in a PostgreSQL table now.",
+         "created_at": "2025-03-06T08:00:00Z"},
+    ])
+
+    def first(query: str, **kw) -> int:
+        return service.search_messages(query, project_id="timed", mode="fts", hits_only=True, **kw).matches[0].seq
+
+    assert first("why did the checkout tests break?", now="2025-04-10T00:00:00Z") == 1  # more of its words
+    assert first("why did the checkout tests break last month?", now="2025-04-10T00:00:00Z") == 5
+    assert first("上个月 checkout tests 为什么坏了", now="2025-04-10T00:00:00Z") == 5
+    assert first("why did the checkout tests break last month?", now="2025-02-03T00:00:00Z") == 1
+    assert first("Before the migration, how did we store user sessions?") == 2
+    assert first("After the migration, how did we store user sessions?") == 6
