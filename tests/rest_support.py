@@ -6,9 +6,17 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 
+import pytest
 from http_support import Uvicorn
+
+from mcp_memory.config import Settings
+from mcp_memory.http.app import HttpOptions, create_app
+from mcp_memory.http.auth import TokenRegistry
+from mcp_memory.store.db import Database
+from mcp_memory.wiring import build
 
 
 @dataclass
@@ -37,3 +45,13 @@ class Server(Uvicorn):
 
 def _lower(headers) -> dict:
     return {k.lower(): v for k, v in headers.items()}
+
+
+@pytest.fixture
+def rest(settings: Settings, owner_db: Database) -> Iterator[Server]:
+    """serve-http's app on a real server, tokens checked against the test database."""
+    registry = TokenRegistry(settings, owner_db.dsn(), lambda s: build(s, application_name="mcp-memory rest-test"),
+                             recheck_seconds=0)
+    app = create_app(registry, HttpOptions(max_body_bytes=64 * 1024, rate_limit=0))
+    with Server(app) as server:
+        yield server

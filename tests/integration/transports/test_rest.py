@@ -3,8 +3,6 @@ scope, read-only), the error table, 413, 429 + Retry-After, /openapi.json, MCP a
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from rest_support import Reply, Server  # noqa: F401  (Reply: the client's answers)
 
@@ -20,16 +18,7 @@ from mcp_memory.wiring import build
 
 MSG = {"role": "user", "content": "hello"}
 
-pytest_plugins = ["security_support"]
-
-
-@pytest.fixture
-def rest(settings: Settings, owner_db: Database) -> Iterator[Server]:
-    registry = TokenRegistry(settings, owner_db.dsn(), lambda s: build(s, application_name="mcp-memory rest-test"),
-                             recheck_seconds=0)
-    app = create_app(registry, HttpOptions(max_body_bytes=64 * 1024, rate_limit=0))
-    with Server(app) as server:
-        yield server
+pytest_plugins = ["security_support", "rest_support"]  # fixtures: make_token …, rest
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
-from test_rest import Server, projects, rest  # noqa: F401  (fixtures)
+from test_rest import Server, projects  # noqa: F401  (the fixture projects)
 
 from mcp_memory.core.messages import parse_message
 from mcp_memory.errors import Invalid
@@ -19,7 +19,7 @@ from mcp_memory.http.auth import TokenRegistry
 from mcp_memory.store.db import without_location
 from mcp_memory.wiring import build
 
-pytest_plugins = ["security_support"]
+pytest_plugins = ["security_support", "rest_support"]
 
 
 def _closed_port() -> int:
@@ -109,7 +109,7 @@ def _raw(server: Server, request: bytes) -> tuple[bytes, bytes]:
     b"Content-Length: %d\r\nTransfer-Encoding: chunked\r\n",
     b"Transfer-Encoding: chunked\r\nContent-Length: %d\r\n",
 ])
-def test_an_ambiguous_body_length_is_refused(rest: Server, make_token, settings, framing: bytes) -> None:  # noqa: F811
+def test_an_ambiguous_body_length_is_refused(rest: Server, make_token, settings, framing: bytes) -> None:
     token = make_token("frame", ["A"]).token
     body = b'{"project_id": "A", "meta": {"t": "x"}}'
     chunked = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)

@@ -12,7 +12,7 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 pytestmark = pytest.mark.anyio
-pytest_plugins = ["test_security_support"]
+pytest_plugins = ["security_support"]
 TEMPLATES = {"memory://sessions/{session_id}", "memory://sessions/{session_id}/digest",
              "memory://decisions/{decision_id}", "memory://projects/{project_id}/digest",
              "memory://projects/{project_id}/digest/{day}"}

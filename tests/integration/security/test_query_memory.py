@@ -13,8 +13,8 @@ import time
 import psycopg
 import pytest
 from mcp import Client
-from test_rest import Server, rest  # noqa: F401 (the fixture `rest`: serve-http on a real server)
-from test_security_support import token_service
+from rest_support import Server
+from security_support import token_service
 from test_write_api import world  # noqa: F401 (the fixture `world`: projects A and B)
 
 from mcp_memory.core import query
@@ -22,7 +22,7 @@ from mcp_memory.core.service import Service
 from mcp_memory.errors import Invalid, Unavailable
 from mcp_memory.mcp.server import build_server
 
-pytest_plugins = ["test_security_support"]
+pytest_plugins = ["security_support", "rest_support"]  # fixtures: make_token …, rest
 
 
 @pytest.fixture

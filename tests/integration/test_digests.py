@@ -10,13 +10,13 @@ from datetime import UTC, datetime
 
 import pytest
 from mcp import Client
-from test_rest import Server
+from rest_support import Server
 
 from mcp_memory.cli import main
 from mcp_memory.errors import Invalid, NotFound
 from mcp_memory.mcp.server import build_server
 
-pytest_plugins = ["test_security_support"]
+pytest_plugins = ["security_support"]
 DAY1, DAY2 = "2026-03-01", "2026-03-02"
 
 
