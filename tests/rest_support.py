@@ -40,7 +40,8 @@ class Server(Uvicorn):
             with urllib.request.urlopen(request, timeout=30) as response:
                 return Reply(response.status, json.loads(response.read() or b"null"), _lower(response.headers))
         except urllib.error.HTTPError as error:
-            return Reply(error.code, json.loads(error.read() or b"null"), _lower(error.headers))
+            with error:  # an error answer holds its connection until closed
+                return Reply(error.code, json.loads(error.read() or b"null"), _lower(error.headers))
 
 
 def _lower(headers) -> dict:

@@ -69,6 +69,9 @@ def _hooks_list(program: str, cwd: Path, env: dict[str, str]) -> list[Any]:
     finally:
         process.kill()
         process.wait()
+        for pipe in (process.stdin, process.stdout):  # closed now, not left to the garbage collector
+            if pipe is not None:
+                pipe.close()
     data = result.get("data") if isinstance(result, dict) else None
     return [hook for entry in data if isinstance(entry, dict) for hook in entry.get("hooks") or []] \
         if isinstance(data, list) else []

@@ -118,8 +118,11 @@ def test_archiver_install_sets_up_what_the_service_unit_expects(tmp_path: Path) 
     assert not (tmp_path / "data").exists()  # a dry run installs nothing
 
 
-ROLLBACK_0018 = ("DROP FUNCTION mm_report_host(text, integer, timestamptz)", "DROP FUNCTION mm_host_metrics(float8)",
-                 "DROP TABLE host_reports", "DELETE FROM schema_migrations WHERE version = 18")
+# the database two releases behind this code: migrations 0019 and 0018 undone
+ROLLBACK = ("DROP SCHEMA mm_read CASCADE", "DROP FUNCTION mm_read_scope()", "DROP FUNCTION mm_read_caller()",
+            "DELETE FROM schema_migrations WHERE version = 19",
+            "DROP FUNCTION mm_report_host(text, integer, timestamptz)", "DROP FUNCTION mm_host_metrics(float8)",
+            "DROP TABLE host_reports", "DELETE FROM schema_migrations WHERE version = 18")
 
 
 def test_upgrade_order_database_first_then_hosts(fresh_db: str, settings, password_server: str, make_token,
@@ -130,7 +133,7 @@ def test_upgrade_order_database_first_then_hosts(fresh_db: str, settings, passwo
     than the schema runs on it."""
     host = make_token("upgrade", ["A"])
     with psycopg.connect(fresh_db, autocommit=True) as conn:  # the database one release behind this code
-        for statement in ROLLBACK_0018:
+        for statement in ROLLBACK:
             conn.execute(statement)
     hosts = [build(replace(settings, dsn=host.dsn, password=host.token, pool_min=0, pool_max=2,
                            auto_migrate=auto), application_name="mcp-memory upgrade-test") for auto in (True, False)]

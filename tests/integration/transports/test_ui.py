@@ -76,7 +76,8 @@ def fetch(url: str, *, cookie: str | None = None, data: dict[str, str] | None = 
         with opener.open(request, timeout=30) as reply:
             return Reply(reply.status, reply.read().decode(), {k.lower(): v for k, v in reply.headers.items()})
     except urllib.error.HTTPError as error:
-        return Reply(error.code, error.read().decode(), {k.lower(): v for k, v in error.headers.items()})
+        with error:  # an error answer holds its connection until closed
+            return Reply(error.code, error.read().decode(), {k.lower(): v for k, v in error.headers.items()})
 
 
 @dataclass

@@ -47,7 +47,8 @@ def get(url: str, cookie: str | None = None, headers: dict[str, str] | None = No
         with urllib.request.build_opener(_NoRedirect).open(request, timeout=30) as reply:
             return Reply(reply.status, reply.read().decode(), {k.lower(): v for k, v in reply.headers.items()})
     except urllib.error.HTTPError as error:
-        return Reply(error.code, error.read().decode(), {k.lower(): v for k, v in error.headers.items()})
+        with error:  # an error answer holds its connection until closed
+            return Reply(error.code, error.read().decode(), {k.lower(): v for k, v in error.headers.items()})
 
 
 def session_cookie(reply: Reply) -> str:
@@ -128,7 +129,8 @@ def test_other_paths_still_need_a_sign_in(one_person_server) -> None:
                                         headers={"Cookie": cookie, "Origin": server.url})
     with pytest.raises(urllib.error.HTTPError) as redirect:  # 303 to the sign-in page, not followed
         urllib.request.build_opener(_NoRedirect).open(signed_out, timeout=30)
-    assert redirect.value.code == 303
+    with redirect.value:
+        assert redirect.value.code == 303
     assert get(f"{server.url}/ui/", cookie).status == 303  # the cookie no longer signs in
 
 
@@ -173,7 +175,8 @@ def test_ui_command_on_the_embedded_default_prints_a_one_time_link(profile: dict
         argv = [sys.executable, "-m", "mcp_memory", "ui", "--no-browser", "--port", str(port)]
         proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=_lines, args=(proc.stderr, lines), daemon=True).start()
+        reader = threading.Thread(target=_lines, args=(proc.stderr, lines), daemon=True)
+        reader.start()
         try:
             link = None
             deadline = time.monotonic() + 120
@@ -199,4 +202,7 @@ def test_ui_command_on_the_embedded_default_prints_a_one_time_link(profile: dict
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=10)
+            reader.join(timeout=10)  # it reads to the end of the pipe, then the pipe is closed here
+            if proc.stderr is not None:
+                proc.stderr.close()
             embedded.stop(Path(home) / "mcp-memory" / "pg")
