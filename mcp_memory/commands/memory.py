@@ -12,7 +12,6 @@ from typing import Any
 
 from .. import agents
 from ..config import Settings
-from ..core import projects
 from ..operations import BY_NAME
 from .cliargs import add_arguments, parse
 from .output import print_json, service
@@ -164,6 +163,8 @@ def hook(settings: Settings, args: argparse.Namespace, stdin: str) -> int:
         agent = agents.get(args.agent or agents.SESSION_START_DEFAULT)
         if not agent.recall_wanted(event):
             return 0
+        from ..core import projects  # imported here: `serve` parses its arguments without the core
+
         given = event.get("cwd")
         cwd = given if isinstance(given, str) else os.getcwd()
         project = projects.resolve(os.path.abspath(cwd), explicit=args.project,

@@ -8,16 +8,17 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import tomlkit
 
 from ..config import Settings, edited_config
-from ..core import projects
-from ..core.capture import Captured, deliver
 from ..errors import Invalid, NotFound
-from ..spool import Spool
 from .output import print_json, service
+
+if TYPE_CHECKING:  # the core is imported when a command runs: `serve` parses its arguments without it
+    from ..core.capture import Captured
+    from ..spool import Spool
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -59,6 +60,8 @@ def handlers() -> dict[str, Callable[..., int]]:
 
 
 def run_projects(settings: Settings, args: argparse.Namespace) -> int:
+    from ..core import projects
+
     if args.projects_command == "show":
         folder = os.path.abspath(os.path.expanduser(args.folder or os.getcwd()))
         resolved = projects.resolve(folder, mapping=settings.raw.get("projects"))
@@ -91,6 +94,9 @@ def run_projects(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def run_spool(settings: Settings, args: argparse.Namespace) -> int:
+    from ..core import projects
+    from ..spool import Spool
+
     spool = Spool(settings.data_dir / "spool")
     if args.spool_command == "deliver":
         result = _deliver(settings)
@@ -139,6 +145,8 @@ def _named(spool: Spool, name: str) -> Any:
 
 
 def _entry(settings: Settings, pending: Any) -> dict[str, Any]:
+    from ..core import projects
+
     sessions = []
     for s in pending.sessions:
         try:
@@ -155,6 +163,9 @@ def _entry(settings: Settings, pending: Any) -> dict[str, Any]:
 
 
 def _deliver(settings: Settings) -> Captured:
+    from ..core.capture import Captured, deliver
+    from ..spool import Spool
+
     result = Captured()
     with service(settings) as svc:
         deliver(svc, Spool(settings.data_dir / "spool"), result)

@@ -10,8 +10,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 from urllib.parse import quote, urlencode
 
-from psycopg.conninfo import conninfo_to_dict
-
 from ..config import Settings
 from ..errors import Invalid
 from .output import print_json
@@ -192,6 +190,8 @@ def uri_dsn(dsn: str) -> str:
         return dsn
     if dsn.startswith("postgres://"):
         return "postgresql://" + dsn[len("postgres://"):]
+    from psycopg.conninfo import conninfo_to_dict  # here: `serve` parses its arguments without psycopg
+
     params = {k: str(v) for k, v in conninfo_to_dict(dsn).items() if v is not None}
     user = quote(params.pop("user", ""), safe="")
     password = params.pop("password", "")
