@@ -48,7 +48,7 @@ class Tools:
         self.owner = pwd.getpwnam(RUN_AS) if self.as_root else pwd.getpwuid(os.geteuid())
 
     def argv(self, tool: str, *args: str) -> list[str]:
-        prefix = ["runuser", "-u", RUN_AS, "--"] if self.as_root else []
+        prefix = [_runuser(), "-u", RUN_AS, "--"] if self.as_root else []
         return [*prefix, str(self.bindir / tool), *args]
 
     def run(self, tool: str, *args: str, env: dict[str, str] | None = None, timeout: float = 120) -> str:
@@ -155,3 +155,12 @@ def recovery_settings(archive: Path, target_time: str) -> dict[str, str]:
     return {"restore_command": conf_string(f"cp {source}/%f %p"),
             "recovery_target_time": conf_string(target_time),
             "recovery_target_inclusive": "on", "recovery_target_action": "'promote'"}
+
+
+def _runuser() -> str:
+    """util-linux's runuser, also when PATH leaves out the sbin folders (a service, `env -i`)."""
+    found = shutil.which("runuser") or next((p for p in ("/usr/sbin/runuser", "/sbin/runuser")
+                                             if os.access(p, os.X_OK)), None)
+    if found is None:
+        raise FileNotFoundError("runuser (util-linux) is missing: it runs the server binaries as " + RUN_AS)
+    return found
