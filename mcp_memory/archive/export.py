@@ -23,7 +23,7 @@ from ..errors import Conflict, Invalid, NotFound
 from ..schema import format_time
 from ..store.archive_store import ArchiveStore, ExportRow
 from ..store.db import Database
-from . import gitrepo, layout
+from . import gitrepo, layout, worktree
 
 CRASH_POINTS = ("mid-write", "after-write", "after-commit", "after-tag")
 CHUNK_LINES = 2000
@@ -91,7 +91,7 @@ def export_snapshot(db: Database, repo: Path, snapshot_id: int, *, checkpoint: C
             _append_missing(repo, layout.decisions_path(sid), store.export_decisions(sid), layout.decision_key)
             _append_missing(repo, layout.context_path(sid), store.export_context(sid), layout.context_key)
         checkpoint("after-write")
-        gitrepo.write_if_changed(repo, layout.meta_path(sid), layout.meta_document(row))
+        worktree.write_if_changed(repo, layout.meta_path(sid), layout.meta_document(row))
         # The files as they are now: the lines and meta just written (reset_paths removed whatever an
         # earlier run left uncommitted; git add of an unchanged file costs a stat).
         paths = [p for p in layout.session_paths(sid) if (repo / p).exists()]
@@ -131,14 +131,14 @@ def _append_missing(repo: Path, relpath: str, rows: list[dict[str, Any]],
                     key: Callable[[dict[str, Any]], tuple[str, int]]) -> int:
     """Append the rows whose key (decision version, context revision) the file does not hold yet."""
     held = set()
-    for line in gitrepo.read_working_file(repo, relpath).splitlines():
+    for line in worktree.read_working_file(repo, relpath).splitlines():
         try:
             held.add(key(json.loads(line)))
         except (ValueError, TypeError, AttributeError):
             continue  # verify names a bad line; the row it should have been is appended again
     missing = [layout.memory_line(row) for row in rows if key(row) not in held]
     if missing:
-        gitrepo.append_lines(repo, relpath, ["".join(missing)])
+        worktree.append_lines(repo, relpath, ["".join(missing)])
     return len(missing)
 
 

@@ -15,7 +15,7 @@ import pytest
 from archive_support import bare_remote, cli, git, job_states, messages, second_db  # noqa: F401  (fixtures)
 from test_archive_git import line
 
-from mcp_memory.archive import gitrepo, layout
+from mcp_memory.archive import gitrepo, layout, worktree
 from mcp_memory.cli import main
 from mcp_memory.core.service import Service
 
@@ -77,7 +77,7 @@ def test_a_remote_commit_with_links_is_refused_and_nothing_is_written_through_th
     repo = tmp_path / "archive"
     gitrepo.init(repo, str(remote))
     gitrepo.append_session_lines(repo, SID, [line(1)])
-    gitrepo.write_if_changed(repo, layout.meta_path(SID), "{}\n")
+    worktree.write_if_changed(repo, layout.meta_path(SID), "{}\n")
     gitrepo.commit(repo, [layout.session_path(SID), layout.meta_path(SID)], "snapshot 1: x up to seq 1\n")
     gitrepo.push(repo, timeout=30)
     ours = gitrepo.head(repo)
@@ -94,7 +94,7 @@ def test_a_remote_commit_with_links_is_refused_and_nothing_is_written_through_th
     # the archiver carries on with its own files, which stay inside the repository
     assert gitrepo.session_watermark(repo, SID) == 1
     gitrepo.append_session_lines(repo, SID, [line(2)])
-    assert gitrepo.write_if_changed(repo, layout.meta_path(SID), '{"changed": true}\n')
+    assert worktree.write_if_changed(repo, layout.meta_path(SID), '{"changed": true}\n')
     untouched(file, folder)
     problems = gitrepo.inspect(repo)
     assert len(problems) == 1 and offending in problems[0] and "remote's main" in problems[0]
@@ -155,22 +155,22 @@ def test_a_link_in_the_working_tree_is_never_opened(tmp_path: Path, where: str) 
         (repo / layout.SESSIONS_DIR).symlink_to(folder, target_is_directory=True)
     calls = [lambda: gitrepo.session_watermark(repo, SID),
              lambda: gitrepo.append_session_lines(repo, SID, [line(1)]),
-             lambda: gitrepo.write_if_changed(repo, layout.meta_path(SID), "{}\n")]
+             lambda: worktree.write_if_changed(repo, layout.meta_path(SID), "{}\n")]
     for call in calls:
         with pytest.raises(gitrepo.UnsafeArchive, match="symbolic link"):
             call()
     if where == "file":
-        gitrepo.remove_file(repo, layout.session_path(SID))  # removes the link itself
+        worktree.remove_file(repo, layout.session_path(SID))  # removes the link itself
         assert not os.path.lexists(repo / layout.session_path(SID))
         untouched(file, folder)
     else:
         with pytest.raises(gitrepo.UnsafeArchive, match="symbolic link"):  # never a file through a link
-            gitrepo.remove_file(repo, layout.session_path(SID))
+            worktree.remove_file(repo, layout.session_path(SID))
         assert (folder / Path(layout.session_path(SID)).name).read_text() == VICTIM_TEXT
         assert file.read_text() == VICTIM_TEXT
     assert any("symbolic link in the working tree" in p for p in gitrepo.inspect(repo))
     with pytest.raises(gitrepo.UnsafeArchive, match="not an archive path"):
-        gitrepo.open_file(repo, "../outside.jsonl", os.O_RDONLY)
+        worktree.open_file(repo, "../outside.jsonl", os.O_RDONLY)
 
 
 def test_a_fifo_in_the_working_tree_is_refused_without_hanging(tmp_path: Path) -> None:
