@@ -119,7 +119,7 @@ def _command_modules() -> list:
 
 def main(argv: Sequence[str] | None = None) -> int:
     _Parser.argv = list(sys.argv[1:] if argv is None else argv)
-    args = _parser().parse_args(_Parser.argv)
+    args = _serve_line(_Parser.argv) or _parser().parse_args(_Parser.argv)
     logging.basicConfig(
         stream=sys.stderr,
         level=logging.DEBUG if args.verbose else logging.WARNING,
@@ -139,6 +139,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - a bug: logged with its traceback and incident id, answered with both
         print(f"mcp-memory: {internal(exc, logging.getLogger('mcp_memory.cli')).render()}", file=sys.stderr)
         return 1
+
+
+def _serve_line(argv: list[str]) -> argparse.Namespace | None:
+    """`[--dsn DSN] [-v] serve`, the line agents launch, read without building the parser of every
+    command (which imports each command's module: a tenth of `serve`'s start). Anything else,
+    help and mistakes included, goes to the full parser."""
+    if not argv or argv[-1] != "serve":
+        return None
+    args = argparse.Namespace(command="serve", dsn=None, verbose=False)
+    options = iter(argv[:-1])
+    for token in options:
+        if token in ("-v", "--verbose"):
+            args.verbose = True
+        elif token == "--dsn" and args.dsn is None:
+            args.dsn = next(options, None)
+            if args.dsn is None or args.dsn.startswith("-"):
+                return None
+        elif token.startswith("--dsn=") and args.dsn is None:
+            args.dsn = token.split("=", 1)[1]
+        else:
+            return None
+    return args
 
 
 EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a tool ended by a closed pipe

@@ -1,35 +1,36 @@
 """The MCP transport: one tool per operation of mcp_memory/operations.py — its name, argument
-schema, description and annotations come from the operation; the body validates the arguments
-into the operation's input model, calls the core and returns the result as structured content and
-as compact JSON text.
+schema, description and annotations come from the operation (listed from tools.json, generated from
+the operations: mcp/tool_list.py); a call validates the arguments once, into the operation's input
+model, runs the core in a worker thread and returns the result as structured content and as compact
+JSON text.
 
 Errors leave as MCP tool errors whose text carries the stable `[code]`; argument validation
-failures are rewritten as `[invalid] <field> <rule>` so that a model can correct itself.
+failures are `[invalid] <field> <rule>` so that a model can correct itself.
 """
 
 from __future__ import annotations
 
-import inspect
+import json
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field, ValidationError
-from pydantic.fields import FieldInfo
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent, Tool
+from pydantic import ValidationError
 
 from .. import __version__, jsoncheck
 from ..errors import McpMemoryError, internal
 from ..operations import OPERATIONS, Operation, call
 from ..schema import describe_validation_error
-from . import prompts, resources
+from . import prompts, resources, tool_list
 from .clients import with_client_agent
 
 # tool arguments whose strings may hold U+0000: message payloads, where the core replaces it
 NUL_CLEANED = frozenset({"message", "messages"})
+BY_NAME = {op.name: op for op in OPERATIONS}
 
 if TYPE_CHECKING:  # the server is built before the service: `serve` answers tools/list without psycopg
     from ..core.service import Service
@@ -43,20 +44,18 @@ each turn (give every message a unique append_id so retries are safe), read_sess
 (page with after_seq), create_snapshot before handing work over, load_snapshot to continue from a
 snapshot in a new session (a fork; the original is never changed)."""
 
-ANNOTATIONS = {
-    "read": ToolAnnotations(read_only_hint=True, open_world_hint=False),
-    "write": ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
-                             open_world_hint=False),
-    "idempotent": ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
-                                  open_world_hint=False),
-}
-
 
 class MemoryServer(MCPServer):
-    """MCPServer whose argument-validation errors carry the `[invalid]` code and name the field, and
-    whose resources/list adds concrete memory:// resources (mcp/resources.py)."""
+    """MCPServer whose tools are the operations (listed from tools.json, called through the input
+    models), and whose resources/list adds concrete memory:// resources (mcp/resources.py)."""
 
     get_service: Callable[[], Service] | None = None
+
+    async def list_tools(self) -> list[Tool]:
+        return list(tool_list.tools())
+
+    def _tool_input_schema(self, name: str) -> dict[str, Any] | None:
+        return tool_list.input_schemas().get(name)
 
     async def list_resources(self) -> list[Any]:
         """The templates' instances for the latest sessions; none when the database is not there
@@ -73,64 +72,61 @@ class MemoryServer(MCPServer):
             return found
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        op = BY_NAME.get(name)
+        if op is None:
+            raise ToolError(f"Unknown tool: {name}")
+        if not isinstance(arguments, dict):
+            raise ToolError("[invalid] arguments must be a JSON object")
         # on every transport (stdio screens its lines before, HTTP and in-memory clients do not):
         # text PostgreSQL cannot hold is refused naming the field, not left to a driver error
-        problem = jsoncheck.bad_text(arguments, [], nul_ok=NUL_CLEANED) if isinstance(arguments, dict) else None
+        problem = jsoncheck.bad_text(arguments, [], nul_ok=NUL_CLEANED)
         if problem:
             raise ToolError(f"[invalid] {problem}")
-        if isinstance(arguments, dict):  # a session started by a known agent is labelled with it (clients.py)
-            arguments = with_client_agent(name, arguments, context)
+        # a session started by a known agent is labelled with it (clients.py)
+        arguments = with_client_agent(name, arguments, context)
         try:
-            return await super().call_tool(name, arguments, context)
-        except ToolError as exc:
-            cause = exc.__cause__
-            while isinstance(cause, UnexpectedToolError):  # a nested tool's crash: look at what it wraps
-                cause = cause.__cause__
-            if isinstance(cause, ValidationError):
-                raise ToolError(f"[invalid] {describe_validation_error(cause, prefix='')}") from cause
-            coded = cause
-            while coded is not None and not isinstance(coded, McpMemoryError):
-                coded = coded.__cause__
-            if coded is not None:  # the text is exactly "[code] message"
-                raise ToolError(coded.render()) from coded
-            if isinstance(exc, UnexpectedToolError):  # never the SDK's bare "Error executing tool …"
-                raise ToolError(internal(cause or exc, log).render()) from cause
-            raise
+            args = op.input.model_validate(_known(op, arguments))
+        except ValidationError as exc:
+            raise ToolError(f"[invalid] {describe_validation_error(exc, prefix='')}") from exc
+        get_service = self.get_service
+        assert get_service is not None
+        return await anyio.to_thread.run_sync(_run, get_service, op, args)
 
 
-def _parameter(name: str, info: FieldInfo) -> inspect.Parameter:
-    """A keyword parameter carrying the field's type, constraints and description (the SDK builds
-    the tool's input schema and argument model from the signature)."""
-    annotation: Any = Annotated[(info.annotation, *info.metadata, Field(description=info.description))]
-    default = inspect.Parameter.empty if info.is_required() else info.get_default(call_default_factory=True)
-    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+def _known(op: Operation, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The arguments the operation has (others are ignored, as the SDK's tools always did), an
+    object or list sent as a JSON string parsed (some clients send every argument as a string)."""
+    known: dict[str, Any] = {}
+    for key, value in arguments.items():
+        field = op.input.model_fields.get(key)
+        if field is None:
+            continue
+        if isinstance(value, str) and field.annotation is not str and value[:1] in ("{", "["):
+            try:
+                parsed = json.loads(value)
+            except (ValueError, RecursionError):
+                parsed = value  # left for validation to refuse, naming the field
+            value = parsed if isinstance(parsed, dict | list) else value
+        known[key] = value
+    return known
 
 
-def _tool(op: Operation, get_service: Callable[[], Service]) -> Callable[..., CallToolResult]:
-    def run(**arguments: Any) -> CallToolResult:
-        args = op.input.model_validate(arguments)
-        try:
-            result = call(get_service(), op, args)
-        except McpMemoryError as exc:
-            raise ToolError(exc.render()) from exc  # call_tool above strips the SDK's prefix
-        data = result.model_dump(mode="json")
-        # the text a model reads: compact, without the null fields (the structured copy has them all)
-        return CallToolResult(content=[TextContent(type="text", text=result.model_dump_json(exclude_none=True))],
-                              structured_content=data)
-
-    run.__name__ = op.name
-    run.__doc__ = op.description
-    params = [_parameter(name, info) for name, info in op.input.model_fields.items()]
-    run.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        params, return_annotation=Annotated[CallToolResult, op.result])
-    return run
+def _run(get_service: Callable[[], Service], op: Operation, args: Any) -> CallToolResult:
+    try:
+        result = call(get_service(), op, args)
+    except ValidationError as exc:  # a model-level rule of the input, checked when the core shapes it
+        raise ToolError(f"[invalid] {describe_validation_error(exc, prefix='')}") from exc
+    except McpMemoryError as exc:
+        raise ToolError(exc.render()) from exc
+    except Exception as exc:  # noqa: BLE001 — a bug: logged with an incident id, never a bare traceback
+        raise ToolError(internal(exc, log).render()) from exc
+    # the text a model reads: compact, without the null fields (the structured copy has them all)
+    return CallToolResult(content=[TextContent(type="text", text=result.model_dump_json(exclude_none=True))],
+                          structured_content=result.model_dump(mode="json"))
 
 
 def build_server(get_service: Callable[[], Service]) -> MemoryServer:
     server = MemoryServer("mcp-memory", version=__version__, instructions=INSTRUCTIONS)
-    for op in OPERATIONS:
-        server.add_tool(_tool(op, get_service), name=op.name, title=op.title, description=op.description,
-                        annotations=ANNOTATIONS[op.kind])
     server.get_service = get_service
     resources.register(server, get_service)
     prompts.register(server, get_service)

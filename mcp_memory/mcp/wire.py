@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import select
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -34,6 +35,8 @@ from .server import NUL_CLEANED
 PREFIX_BYTES = 64 * 1024  # what is kept of an oversized line, to answer its id
 _ID = re.compile(rb'"id"\s*:\s*(-?\d{1,30}|"[^"\\]{0,200}")')
 _METHOD = re.compile(rb'"method"\s*:\s*"([a-z/_]{1,64})"')
+PIPE_BUF = getattr(select, "PIPE_BUF", 512)  # POSIX's least; Windows has no poll: the worker writes
+_POLL = getattr(select, "poll", None)
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
@@ -171,7 +174,9 @@ async def stdio(limit: int) -> AsyncIterator[tuple[Any, Any]]:
         async with write_reader:
             async for message in write_reader:
                 data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
-                await anyio.to_thread.run_sync(_write, stdout, data.encode("utf-8", errors="backslashreplace"))
+                encoded = data.encode("utf-8", errors="backslashreplace")
+                if not _write_now(stdout, encoded):
+                    await anyio.to_thread.run_sync(_write, stdout, encoded)
 
     try:
         async with anyio.create_task_group() as tasks:
@@ -187,3 +192,20 @@ async def stdio(limit: int) -> AsyncIterator[tuple[Any, Any]]:
 def _write(stream: BinaryIO, data: bytes) -> None:
     stream.write(data)
     stream.flush()
+
+
+def _write_now(stream: BinaryIO, data: bytes) -> bool:
+    """Write a short answer from the event loop when the pipe has room for it, which cannot block:
+    a pipe that poll(2) reports writable takes PIPE_BUF bytes whole. The hop to a worker thread
+    (and its wake-up) is for a long answer or a full pipe, whose reader may take its time."""
+    if _POLL is None or len(data) > PIPE_BUF:
+        return False
+    try:
+        poller = _POLL()
+        poller.register(stream.fileno(), select.POLLOUT)
+        if not poller.poll(0):
+            return False
+    except (OSError, ValueError):  # not a pollable file (a test's stream): the worker writes it
+        return False
+    _write(stream, data)
+    return True

@@ -109,8 +109,7 @@ class Database:
                 max_size=max(self.settings.pool_max, self.settings.pool_min, 1),
                 timeout=self.settings.connect_timeout,
                 open=False,
-                check=_check_if_idle,
-                reset=_mark_used,
+                check=_check_if_idle,  # no `reset`: with one, every return hops through a pool worker thread
                 kwargs={
                     "application_name": self.application_name,
                     "connect_timeout": max(1, int(self.settings.connect_timeout)),
@@ -175,7 +174,10 @@ class Database:
                 else:
                     conn.execute("SET LOCAL statement_timeout = 0")
                     conn.execute("SET LOCAL lock_timeout = 0")
-                yield conn
+                try:
+                    yield conn
+                finally:
+                    _mark_used(conn)
         except Unavailable as exc:
             self.reset()
             if isinstance(exc.__cause__, psycopg.errors.AdminShutdown) and not (armed and armed.fired):
