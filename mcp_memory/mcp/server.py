@@ -50,6 +50,7 @@ class MemoryServer(MCPServer):
     models), and whose resources/list adds concrete memory:// resources (mcp/resources.py)."""
 
     get_service: Callable[[], Service] | None = None
+    screened = False  # the transport screened every request's text before (the stdio wire does)
 
     async def list_tools(self) -> list[Tool]:
         return list(tool_list.tools())
@@ -79,7 +80,7 @@ class MemoryServer(MCPServer):
             raise ToolError("[invalid] arguments must be a JSON object")
         # on every transport (stdio screens its lines before, HTTP and in-memory clients do not):
         # text PostgreSQL cannot hold is refused naming the field, not left to a driver error
-        problem = jsoncheck.bad_text(arguments, [], nul_ok=NUL_CLEANED)
+        problem = None if self.screened else jsoncheck.bad_text(arguments, [], nul_ok=NUL_CLEANED)
         if problem:
             raise ToolError(f"[invalid] {problem}")
         # a session started by a known agent is labelled with it (clients.py)

@@ -43,6 +43,7 @@ def serve(settings: Settings) -> None:
     timer.name, timer.daemon = "mcp-memory-warm-up", True
     timer.start()
     server = build_server(service)
+    server.screened = True  # mcp/wire.py checks each request's text before the SDK parses it
     try:
         anyio.run(_run, server, settings.max_request_bytes)
     finally:
