@@ -13,6 +13,8 @@ Why a standby may answer a read, and when it may not (README, Read replicas):
   seconds behind what it has received is skipped (the usual lag measure: 0 when replay caught up
   with receive, else the age of the last replayed commit).
 * `read_session(wait_seconds)` tails stay on the primary (LISTEN cannot run on a standby).
+* "Not found" on a standby is asked again of the primary: the row may be newer than its replay
+  (a session another host just created and named to this one).
 * A standby that is down, not a standby at all, or lagging is skipped (the primary answers); the
   first time a standby changes state a log line says so, and it is tried again after a pause.
 
@@ -37,7 +39,7 @@ from psycopg_pool import ConnectionPool
 
 from ..config import Settings
 from ..credentials import mask_dsn, with_password
-from ..errors import Unavailable
+from ..errors import NotFound, Unavailable
 from .db import Database, without_location
 
 log = logging.getLogger(__name__)
@@ -234,6 +236,9 @@ class Reads:
         except Reroute as exc:
             self.replicas.skip(replica, exc)
             log.debug("read routed to the primary (replica %s: %s)", replica.label, exc)
+            return operation(self.db)
+        except NotFound as exc:  # a row newer than the standby's replay (another host's new session)
+            log.debug("read routed to the primary (replica %s: not found there: %s)", replica.label, exc)
             return operation(self.db)
         self.replicas.served(replica)
         log.debug("read routed to replica %s", replica.label)

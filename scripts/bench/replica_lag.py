@@ -130,12 +130,14 @@ def measure(pair: ReplicaPair, writer, reader, args: argparse.Namespace) -> dict
             writer.append_message(sid, {"role": "user" if n % 2 else "assistant", "content": f"{n} {body}"})
             row = position.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()
             acked.append((time.perf_counter(), row[0] if row else "0/0"))
+        elapsed = time.perf_counter() - started
     time.sleep(0.5)
     stop.set()
     for thread in threads:
         thread.join()
     logging.getLogger(replicas.__name__).removeHandler(routes)
-    return {"rate_per_s": args.rate, "seconds": args.seconds, "appends": len(acked), "message_chars": args.size,
+    return {"rate_per_s": args.rate, "achieved_per_s": round(len(acked) / elapsed, 1), "seconds": args.seconds,
+            "appends": len(acked), "message_chars": args.size,
             "poll_ms": args.poll_ms, "visibility_lag": percentiles(visibility(acked, samples)),
             "pg_stat_replication_replay_lag": percentiles(stat_lag),
             "routed_reader": {"reads_on_replica": routes.replica, "reads_on_primary": routes.primary,

@@ -126,10 +126,13 @@ def test_reads_run_on_the_standby_and_own_writes_are_read_from_the_primary(
     pair.wait_replayed()
     assert "mine" in _titles(routed)
     with Replay(pair):
-        other.create_session(PROJECT, {"title": "foreign"})
+        foreign = other.create_session(PROJECT, {"title": "foreign"})
         caplog.clear()
         assert "foreign" not in _titles(routed)  # the paused standby answered: it has not replayed it
         assert _routes(caplog) == ["replica"]
+        caplog.clear()
+        assert routed.get_session(foreign.session_id).title == "foreign"  # not found there: asked of the primary
+        assert _routes(caplog) == ["primary"] and "not found there" in caplog.records[-1].getMessage()
         with psycopg.connect(pair.dsn(pair.standby, "mm"), autocommit=True) as conn:
             names = {row[0] for row in conn.execute(
                 "SELECT application_name FROM pg_stat_activity WHERE datname = 'mm'").fetchall()}
