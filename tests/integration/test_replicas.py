@@ -24,8 +24,10 @@ import pytest
 from mcp_memory.commands import doctor
 from mcp_memory.config import Settings, load_settings
 from mcp_memory.core.service import Service
-from mcp_memory.errors import Unavailable
+from mcp_memory.errors import NotFound, Unavailable
+from mcp_memory.security import tokens
 from mcp_memory.store import migrate, replicas
+from mcp_memory.store.roles import RoleDatabase
 from mcp_memory.wiring import build
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -254,3 +256,38 @@ def test_a_standby_given_as_the_dsn_is_refused(pair, profile: dict[str, str],
     out = capsys.readouterr().out
     assert "[FAIL] database: [database] dsn points at a read-only standby" in out
     assert "[ok] read replicas: " in out and "standby, replay lag" in out
+
+
+def test_token_hosts_and_rest_roles_read_their_own_projects_on_the_standby(
+        pair, profile: dict[str, str], caplog: pytest.LogCaptureFixture) -> None:
+    """A host holding a token reads on the standby as its role (row-level security holds there) and
+    reads its own appends back at once; a REST role (RoleDatabase on the server's login) likewise."""
+    owner_settings = _settings(pair, profile)
+    owner = build(owner_settings)
+    try:
+        created = tokens.create(owner.db, name="replica-host", projects=[PROJECT])
+        theirs = owner.create_session("elsewhere", {"title": "not for the token"})
+        host = build(replace(owner_settings, dsn=created.dsn, password=created.token, auto_migrate=False,
+                             read_dsns=(tokens.role_dsn(pair.dsn(pair.standby, "mm"), created.role),)))
+        rest = Service(RoleDatabase(owner.db, created.role))
+        try:
+            mine = host.create_session(PROJECT, {"title": "token host"})
+            pair.wait_replayed()
+            caplog.set_level(logging.DEBUG, logger=replicas.__name__)
+            caplog.clear()
+            for svc in (host, rest):
+                assert "token host" in _titles(svc)
+                assert svc.list_sessions(project_id="elsewhere").sessions == []
+                with pytest.raises(NotFound):
+                    svc.get_session(theirs.session_id)  # not on the standby, nor on the primary
+            assert _routes(caplog) == ["replica", "replica", "primary"] * 2  # the last: "not found" asked again
+            with Replay(pair):
+                host.append_message(mine.session_id, {"role": "user", "content": "as the token"})
+                caplog.clear()
+                assert [m.content for m in host.read_session(mine.session_id).messages] == ["as the token"]
+                assert _routes(caplog) == ["primary"]
+        finally:
+            rest.db.close()
+            host.db.close()
+    finally:
+        owner.db.close()
