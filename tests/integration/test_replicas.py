@@ -243,7 +243,8 @@ def test_a_standby_given_as_the_dsn_is_refused(pair, profile: dict[str, str],
     settings = replace(load_settings(dsn=pair.dsn(pair.standby, "mm"), environ=profile), dsn_source="config")
     svc = build(settings)
     try:
-        for attempt in (lambda: svc.create_session(PROJECT), lambda: svc.list_sessions(project_id=PROJECT)):
+        for attempt in (lambda: svc.read_session("ses_00000000-0000-0000-0000-000000000000", wait_seconds=1),
+                        lambda: svc.create_session(PROJECT), lambda: svc.list_sessions(project_id=PROJECT)):
             with pytest.raises(Unavailable) as refused:
                 attempt()
             message = str(refused.value)
