@@ -19,7 +19,8 @@ Why a standby may answer a read, and when it may not (README, Read replicas):
   first time a standby changes state a log line says so, and it is tried again after a pause.
 
 The check runs on the standby's own connection, first in each routed transaction: one extra
-round trip on a standby, none on the primary for reads; a write pays two (the xid test, the LSN).
+round trip there. On the primary (only when read_dsn is set) a transaction pays one more statement
+(did it write?) and a write one more again (its position); a lone autocommit append pays one.
 """
 
 from __future__ import annotations
@@ -118,8 +119,12 @@ class Replicas:
         """Run last inside each primary transaction: when it wrote, commit now and note the insert
         position, which lies past the commit record a standby must replay to show the write. A
         connection already idle here ran its statement in autocommit (a lone append does): it may
-        have written, so its position is noted too."""
-        if conn.info.transaction_status != TransactionStatus.IDLE:
+        have written, so its position is noted too. A failed transaction is left to the pool (its
+        commit rolls back): nothing of it reaches a standby."""
+        status = conn.info.transaction_status
+        if status == TransactionStatus.INERROR:
+            return
+        if status != TransactionStatus.IDLE:
             row = conn.execute(WROTE).fetchone()
             if not (row and row[0]):
                 return
@@ -210,8 +215,8 @@ class ReplicaRead(Database):
             raise Reroute("recovery conflict", str(exc.diag.message_primary)) from exc
         except Unavailable as exc:
             cause = exc.__cause__
-            if isinstance(cause, psycopg.errors.QueryCanceled):
-                raise  # a timeout: the primary would take as long again
+            if not isinstance(cause, psycopg.Error) or isinstance(cause, psycopg.errors.QueryCanceled):
+                raise  # not the standby's (or a timeout: the primary would take as long again)
             if isinstance(cause, psycopg.errors.ReadOnlySqlTransaction):
                 log.error("a routed read tried to write on standby %s: %s", self.replica.label, exc)
                 raise Reroute("the operation writes") from exc
