@@ -67,9 +67,9 @@ def pair() -> Iterator[object]:
         started.close()
 
 
-def _settings(pair, profile: dict[str, str], **changes: object) -> Settings:
+def _settings(pair, profile: dict[str, str], *, max_replica_lag: float = 60.0) -> Settings:
     base = load_settings(dsn=pair.dsn(pair.primary, "mm"), environ=profile)
-    return replace(base, **{"read_dsns": (pair.dsn(pair.standby, "mm"),), "max_replica_lag": 60.0, **changes})
+    return replace(base, read_dsns=(pair.dsn(pair.standby, "mm"),), max_replica_lag=max_replica_lag)
 
 
 @pytest.fixture
