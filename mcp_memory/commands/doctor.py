@@ -16,7 +16,7 @@ from ..store.archive_store import ArchiveStore
 from ..store.db import Database
 from ..store.search_store import SearchStore
 from ..store.sql import scalar
-from ..store.standby import check_not_standby
+from ..store.standby import StandbyAsPrimary, check_not_standby
 from ..ui.advice import queue_advice
 from .output import print_json
 
@@ -48,6 +48,8 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
             checks.append(_pgvector_check(conn, database))
             checks.append(_connections_check(conn))
             checks.append(_queue_check(conn))
+    except StandbyAsPrimary as exc:  # its own words say what to do
+        checks.append(Check("database", False, str(exc)))
     except McpMemoryError as exc:
         hint = ("the embedded server could not start; see its log under " + _embedded_data(settings)
                 if settings.embedded else "check the DSN, the network and the password (keyring or MCP_MEMORY_PASSWORD)")
