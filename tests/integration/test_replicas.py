@@ -213,7 +213,7 @@ def test_a_lagging_standby_is_skipped(pair, profile: dict[str, str], other: Serv
 
 
 def test_a_stopped_standby_falls_back_to_the_primary_and_comes_back(
-        pair, routed: Service, caplog: pytest.LogCaptureFixture) -> None:
+        pair, routed: Service, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]) -> None:
     routed.create_session(PROJECT, {"title": "before"})
     pair.wait_replayed()
     assert "before" in _titles(routed)
@@ -226,6 +226,8 @@ def test_a_stopped_standby_falls_back_to_the_primary_and_comes_back(
         assert time.monotonic() - started < 5
         warned = _warnings(caplog)
         assert len(warned) == 1 and "skipped" in warned[0] and "unreachable" in warned[0], warned
+        assert doctor.run(routed.settings, type("Args", (), {"json": False})()) == 0  # a warning, not a failure
+        assert "[warn] read replicas: " in (out := capsys.readouterr().out) and "is unreachable" in out, out
     finally:
         pair.standby.start()
     pair.wait_streaming()
