@@ -18,6 +18,7 @@ import argparse
 import json
 import logging
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -81,6 +82,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         finally:
             writer.db.close()
             reader.db.close()
+            shutil.rmtree(home, ignore_errors=True)
     finally:
         pair.close()
 
