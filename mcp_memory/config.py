@@ -1,6 +1,7 @@
 """Configuration, resolved in one place (README, Configuration).
 
 Database: `--dsn` > env `MCP_MEMORY_DSN` > config file > the embedded default.
+Read replicas: env `MCP_MEMORY_READ_DSN` (one DSN) > `[database] read_dsn` (one DSN or a list).
 Config file: env `MCP_MEMORY_CONFIG`, else `<user config dir>/mcp-memory/config.toml`.
 `MCP_MEMORY_HOME` replaces both the user config dir and the user data dir.
 Nothing else in the package reads environment variables for its own settings.
@@ -51,6 +52,8 @@ class Settings:
     embedded_as_root: bool = False  # start the embedded server when running as root (explicit opt-in)
     pgbouncer: bool = False  # [database] pgbouncer: no prepared statements (transaction pooling)
     direct_dsn: str | None = None  # [database] direct_dsn: LISTEN and session-level locks bypass the pooler
+    read_dsns: tuple[str, ...] = ()  # [database] read_dsn: standbys for reads (store/replicas.py)
+    max_replica_lag: float = 1.0  # [database] max_replica_lag: seconds; a standby further behind is skipped
     raw: dict[str, Any] = field(default_factory=dict)  # whole config file, for later sections
     embeddings: dict[str, Any] = field(default_factory=dict)  # [embeddings]: semantic search provider
     embeddings_key: str | None = None  # API key of the embedding service (env), never logged
@@ -129,6 +132,8 @@ def load_settings(*, dsn: str | None = None, environ: Mapping[str, str] | None =
         archive=_section(raw, "archive"),
         pgbouncer=_bool(database, "pgbouncer", False),
         direct_dsn=_direct_dsn(database),
+        read_dsns=_read_dsns(database, environ, embedded=dsn is None),
+        max_replica_lag=_seconds(database, "max_replica_lag", 1.0),
         embedded_as_root=environ.get("MCP_MEMORY_EMBEDDED_AS_ROOT", "") in ("1", "true", "yes")
         or _bool(database, "embedded_as_root", False),
         raw=raw,
@@ -142,6 +147,24 @@ def _direct_dsn(database: dict[str, Any]) -> str | None:
     if value is None or value == "":
         return None
     return check_dsn(value, "[database] direct_dsn")
+
+
+def _read_dsns(database: dict[str, Any], environ: Mapping[str, str], *, embedded: bool) -> tuple[str, ...]:
+    """The standbys that serve reads: env MCP_MEMORY_READ_DSN (one DSN; a multi-host DSN is libpq's
+    own list), else `[database] read_dsn` (a DSN or a list of DSNs). The embedded server has none."""
+    if environ.get("MCP_MEMORY_READ_DSN"):
+        found: tuple[str, ...] = (check_dsn(environ["MCP_MEMORY_READ_DSN"], "MCP_MEMORY_READ_DSN"),)
+    else:
+        value = database.get("read_dsn")
+        if value is None or value == "" or value == []:
+            return ()
+        items = value if isinstance(value, list) else [value]
+        found = tuple(check_dsn(item, f"[database] read_dsn[{index}]" if isinstance(value, list)
+                                else "[database] read_dsn") for index, item in enumerate(items))
+    if embedded:
+        raise ConfigError("config: [database] read_dsn needs [database] dsn (the primary): the embedded server "
+                          "has no read replicas")
+    return found
 
 
 DSN_RULE = ("a PostgreSQL connection string: a URI (postgresql://user@host:5432/dbname) "

@@ -11,11 +11,12 @@ import psycopg
 
 from ..config import Settings
 from ..errors import McpMemoryError
-from ..store import health, migrate
+from ..store import health, migrate, replicas
 from ..store.archive_store import ArchiveStore
 from ..store.db import Database
 from ..store.search_store import SearchStore
 from ..store.sql import scalar
+from ..store.standby import StandbyAsPrimary, check_not_standby
 from ..ui.advice import queue_advice
 from .output import print_json
 
@@ -40,12 +41,15 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         with db.connect(autocommit=True) as conn:
             database["dsn"] = db.masked_dsn()
             database["server_version"] = scalar(conn, "SHOW server_version", what="SHOW server_version")
+            check_not_standby(conn, settings)
             checks.append(Check("database", True, f"connected to PostgreSQL {database['server_version']}"))
             checks.append(_schema_check(conn, database))
             checks.append(_search_index_check(conn, database))
             checks.append(_pgvector_check(conn, database))
             checks.append(_connections_check(conn))
             checks.append(_queue_check(conn))
+    except StandbyAsPrimary as exc:  # its own words say what to do
+        checks.append(Check("database", False, str(exc)))
     except McpMemoryError as exc:
         hint = ("the embedded server could not start; see its log under " + _embedded_data(settings)
                 if settings.embedded else "check the DSN, the network and the password (keyring or MCP_MEMORY_PASSWORD)")
@@ -55,6 +59,8 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     checks.append(_keyring_check())
     checks.append(_archive_check(settings))
     checks.append(_pooler_check(settings))
+    if settings.read_dsns:
+        checks.append(_replicas_check(settings))
     checks.append(_semantic_check(settings))
     failed = [c for c in checks if not c.ok]
     if args.json:
@@ -113,6 +119,14 @@ def _pooler_check(settings: Settings) -> Check:
     return Check("listen", True, "behind PgBouncer without [database] direct_dsn: live tail and read_session waits "
                  "cannot hear appends (they read again every 0.5 s instead) and the archiver refuses to start — "
                  "set direct_dsn to a DSN that reaches PostgreSQL directly", warning=True)
+
+
+def _replicas_check(settings: Settings) -> Check:
+    """Each `[database] read_dsn`: reachable, a standby, within max_replica_lag. One that is not only
+    costs the primary its reads (they fall back), so it is a warning."""
+    found = [replicas.probe(settings, dsn) for dsn in settings.read_dsns]
+    usable = all(ok for ok, _ in found)
+    return Check("read replicas", True, "; ".join(detail for _, detail in found), warning=not usable)
 
 
 def _config_check(settings: Settings) -> Check:

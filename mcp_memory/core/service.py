@@ -41,6 +41,7 @@ from ..results import (
 from ..schema import MessageIn, Role
 from ..store.append_listener import AppendListener
 from ..store.db import Database
+from ..store.replicas import reads
 from . import context, decisions, digests, embed, hybrid, query, recall, search, sessions, snapshots, transfers, waiting
 from . import messages as messages_core
 from .indexer import Indexer
@@ -53,6 +54,8 @@ class Service:
         self.db = db
         self.local = local  # the caller's machine, for callers on it (core/transfers.py); None: refuse paths
         self.settings: Settings = db.settings
+        # where reads run: a standby of `[database] read_dsn` when one may answer, else `db` (store/replicas.py)
+        self.reads = reads(db)
         self.cleaner = cleaner or Cleaner()
         self.embedder = embedder  # the query/message embedder of semantic search; None: full text only
         self.indexer = Indexer(db)  # the search index follows the appends (core/indexer.py)
@@ -66,13 +69,14 @@ class Service:
         return sessions.create(self.db, project_id, meta, cleaner=self.cleaner)
 
     def get_session(self, session_id: str) -> Session:
-        return sessions.get(self.db, session_id)
+        return self.reads.run(lambda db: sessions.get(db, session_id))
 
     def list_sessions(
         self, *, project_id: str | None = None, agent_source: str | None = None, limit: int = 50,
         cursor: str | None = None,
     ) -> SessionList:
-        return sessions.list_(self.db, project_id=project_id, agent_source=agent_source, limit=limit, cursor=cursor)
+        return self.reads.run(lambda db: sessions.list_(db, project_id=project_id, agent_source=agent_source,
+                                                        limit=limit, cursor=cursor))
 
     def update_session_meta(self, session_id: str, meta: dict[str, Any]) -> Session:
         return sessions.update_meta(self.db, session_id, meta, cleaner=self.cleaner)
@@ -100,19 +104,21 @@ class Service:
         wait_seconds: float = 0, view: View = "conversation",
     ) -> Page:
         """A page after `after_seq`; with `wait_seconds` and nothing there yet, waits for an append
-        (LISTEN on this process's append listener, core/waiting.py)."""
-        def read() -> Page:
-            return messages_core.read(self.db, session_id, after_seq=after_seq, limit=limit,
+        (LISTEN on this process's append listener, core/waiting.py). A wait stays on the primary."""
+        def read(db: Database) -> Page:
+            return messages_core.read(db, session_id, after_seq=after_seq, limit=limit,
                                       include_native=include_native, view=view)
 
-        return waiting.read_or_wait(self.appends, session_id, read, wait_seconds=wait_seconds)
+        if waiting.check_wait(wait_seconds) == 0:
+            return self.reads.run(read)
+        return waiting.read_or_wait(self.appends, session_id, lambda: read(self.db), wait_seconds=wait_seconds)
 
     # snapshots and forks
     def create_snapshot(self, session_id: str, commit_msg: str = "", meta: dict[str, Any] | None = None) -> Snapshot:
         return snapshots.create(self.db, session_id, commit_msg, meta, cleaner=self.cleaner)
 
     def list_snapshots(self, session_id: str) -> list[Snapshot]:
-        return snapshots.list_(self.db, session_id)
+        return self.reads.run(lambda db: snapshots.list_(db, session_id))
 
     def load_snapshot(self, snapshot_id: int, meta: dict[str, Any] | None = None) -> Forked:
         return snapshots.fork(self.db, snapshot_id, meta, cleaner=self.cleaner)
@@ -156,7 +162,7 @@ class Service:
             alternatives=alternatives, metadata=metadata))
 
     def get_decision(self, decision_id: str) -> Decision:
-        return decisions.get(self.db, decision_id)
+        return self.reads.run(lambda db: decisions.get(db, decision_id))
 
     def search_decisions(
         self, query: str | None = None, *, status: DecisionStatus | Sequence[DecisionStatus] | None = None,
@@ -164,15 +170,15 @@ class Service:
         session_id: str | None = None, since: str | None = None, until: str | None = None, limit: int = 10,
     ) -> DecisionList:
         """status: one status or several."""
-        return DecisionList(decisions=decisions.search(
-            self.db, query, status=status, decision_type=decision_type, project_id=project_id,
-            agent_source=agent_source, session_id=session_id, since=since, until=until, limit=limit))
+        return DecisionList(decisions=self.reads.run(lambda db: decisions.search(
+            db, query, status=status, decision_type=decision_type, project_id=project_id,
+            agent_source=agent_source, session_id=session_id, since=since, until=until, limit=limit)))
 
     def set_context(self, session_id: str, key: str, value: Any) -> ContextSet:
         return context.set_(self.db, session_id, key, value, cleaner=self.cleaner)
 
     def get_context(self, session_id: str, key: str | None = None) -> ContextOut:
-        return context.get(self.db, session_id, key)
+        return self.reads.run(lambda db: context.get(db, session_id, key))
 
     def search_messages(
         self, query: str, *, project_id: str | None = None, agent_source: str | None = None,
@@ -185,9 +191,10 @@ class Service:
         the turns that echo mcp-memory's own tools (scaffolding.py). now (library only): the time
         that "last month" in the query counts from, default the current time."""
         self.indexer.catch_up(project_id if isinstance(project_id, str) else None)
-        return hybrid.search(self.db, query, embedder=self.embedder, mode=mode, project_id=project_id,
-                             agent_source=agent_source, role=role, session_id=session_id, since=since,
-                             until=until, limit=limit, hits_only=hits_only, include_echoes=include_echoes, now=now)
+        return self.reads.run(lambda db: hybrid.search(
+            db, query, embedder=self.embedder, mode=mode, project_id=project_id, agent_source=agent_source,
+            role=role, session_id=session_id, since=since, until=until, limit=limit, hits_only=hits_only,
+            include_echoes=include_echoes, now=now))
 
     def recall(self, query: str, *, project_id: str | None = None, limit: int = 5,
                include_echoes: bool = False, from_digest: bool = False, half_life_days: float | None = None,
@@ -196,17 +203,17 @@ class Service:
         half_life_days: weigh recency (core/recall.py); now (library only): the time ages and "last
         month" count from, default the current time."""
         self.indexer.catch_up(project_id if isinstance(project_id, str) else None)
-        return recall.recall(self.db, query, project_id=project_id, limit=limit, embedder=self.embedder,
-                             include_echoes=include_echoes, from_digest=from_digest,
-                             half_life_days=half_life_days, now=now)
+        return self.reads.run(lambda db: recall.recall(
+            db, query, project_id=project_id, limit=limit, embedder=self.embedder, include_echoes=include_echoes,
+            from_digest=from_digest, half_life_days=half_life_days, now=now))
 
     def get_digest(self, project_id: str, *, day: str | None = None, session_id: str | None = None) -> Digest:
         """Computed from the stored rows on each call: a new message or decision shows at once."""
-        return digests.get(self.db, project_id, day=day, session_id=session_id)
+        return self.reads.run(lambda db: digests.get(db, project_id, day=day, session_id=session_id))
 
     def query_memory(self, sql: str, *, limit: int = query.DEFAULT_ROWS) -> query.QueryResult:
         """One read-only SELECT over the mm_read views, as the reader of the caller's rows (core/query.py)."""
-        return query.run(self.db, sql, limit=limit)
+        return self.reads.run(lambda db: query.run(db, sql, limit=limit))
 
     def add_synonyms(self, terms: list[str]) -> list[list[str]]:
         return search.add_synonyms(self.db, terms)
@@ -215,10 +222,10 @@ class Service:
         return search.remove_synonyms(self.db, terms)
 
     def list_synonyms(self) -> list[list[str]]:
-        return search.synonym_groups(self.db)
+        return self.reads.run(search.synonym_groups)
 
     def list_agents(self) -> list[Agent]:
-        return context.list_agents(self.db)
+        return self.reads.run(context.list_agents)
 
     def describe_agent(self, name: str, description: str) -> Agent:
         return context.describe_agent(self.db, name, description, cleaner=self.cleaner)
@@ -230,7 +237,7 @@ class Service:
 
     def recall_digest(self, *, project_id: str | None, limit: int = 5) -> Recall:
         """The recall block without a question: the project's latest decisions (session start)."""
-        return recall.digest(self.db, project_id=project_id, limit=limit)
+        return self.reads.run(lambda db: recall.digest(db, project_id=project_id, limit=limit))
 
     # semantic search (core/embed.py, core/hybrid.py) ------------------------------------------------
     def embed_pending(self, *, project_id: str | None = None, stop: Any = None) -> int:

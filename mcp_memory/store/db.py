@@ -20,6 +20,7 @@ from ..credentials import mask_dsn, with_password
 from ..errors import Conflict, Forbidden, Invalid, McpMemoryError, NotFound, Unauthorized, Unavailable
 from . import embedded, migrate
 from .deadline import WATCHDOG, Armed
+from .standby import check_not_standby
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +35,8 @@ class Database:
         self._pool: ConnectionPool | None = None
         self._dsn: str | None = None
         self._before_close: list[Callable[[], object]] = []
+        # run last inside each transaction that succeeded (store/replicas.py notes the write position)
+        self.after_transaction: Callable[[psycopg.Connection], None] | None = None
 
     def before_close(self, finish: Callable[[], object]) -> None:
         """Run `finish` when the process lets go of the database (work that must still reach it)."""
@@ -135,6 +138,7 @@ class Database:
             timeout = max(1, int(self.settings.connect_timeout))
             with psycopg.connect(dsn, autocommit=True, connect_timeout=timeout) as conn, \
                     WATCHDOG.guard(conn, self.settings.call_timeout):
+                check_not_standby(conn, self.settings)  # a standby as `dsn`: say so, once
                 current = migrate.current_version(conn)
                 if current >= migrate.latest_version():
                     return
@@ -176,6 +180,8 @@ class Database:
                     conn.execute("SET LOCAL lock_timeout = 0")
                 try:
                     yield conn
+                    if self.after_transaction is not None:
+                        self.after_transaction(conn)
                 finally:
                     _mark_used(conn)
         except Unavailable as exc:

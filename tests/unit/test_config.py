@@ -8,7 +8,7 @@ import pytest
 
 from mcp_memory.config import load_settings
 from mcp_memory.credentials import mask_dsn, with_password
-from mcp_memory.errors import ConfigError
+from mcp_memory.errors import ConfigError, Invalid
 
 
 def test_precedence_flag_env_file_embedded(tmp_path: Path) -> None:
@@ -63,3 +63,28 @@ def test_mask_dsn(dsn: str, masked: str) -> None:
 def test_password_from_env_is_added_but_never_overrides() -> None:
     assert "password=pw" in with_password("host=h user=u dbname=d", "pw")
     assert with_password("postgresql://u:own@h/d", "pw") == "postgresql://u:own@h/d"
+
+
+def test_read_dsn_one_or_a_list_env_first_and_checked(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.toml"
+    env = {"MCP_MEMORY_CONFIG": str(cfg), "MCP_MEMORY_HOME": str(tmp_path)}
+    cfg.write_text('[database]\ndsn = "postgresql://p@h/db"\nread_dsn = "postgresql://r@s1/db"\n')
+    settings = load_settings(environ=env)
+    assert settings.read_dsns == ("postgresql://r@s1/db",) and settings.max_replica_lag == 1.0
+    cfg.write_text('[database]\ndsn = "postgresql://p@h/db"\nmax_replica_lag = 0.25\n'
+                   'read_dsn = ["postgresql://r@s1/db", "host=s2 dbname=db"]\n')
+    settings = load_settings(environ=env)
+    assert settings.read_dsns == ("postgresql://r@s1/db", "host=s2 dbname=db") and settings.max_replica_lag == 0.25
+    assert load_settings(environ={**env, "MCP_MEMORY_READ_DSN": "host=s3"}).read_dsns == ("host=s3",)
+    cfg.write_text('[database]\ndsn = "postgresql://p@h/db"\nread_dsn = ["postgresql://r@s1/db", 5]\n')
+    with pytest.raises(Invalid, match=r"\[database\] read_dsn\[1\] must be a PostgreSQL connection string"):
+        load_settings(environ=env)
+    cfg.write_text('[database]\ndsn = "postgresql://p@h/db"\nread_dsn = "not a dsn"\n')
+    with pytest.raises(Invalid, match=r"\[database\] read_dsn is not a PostgreSQL connection string"):
+        load_settings(environ=env)
+    cfg.write_text('[database]\ndsn = "postgresql://p@h/db"\nmax_replica_lag = -1\n')
+    with pytest.raises(ConfigError, match="max_replica_lag must be a number of seconds"):
+        load_settings(environ=env)
+    cfg.write_text('[database]\nread_dsn = "postgresql://r@s1/db"\n')
+    with pytest.raises(ConfigError, match=r"read_dsn needs \[database\] dsn"):
+        load_settings(environ=env)
