@@ -18,6 +18,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import psycopg
 from pgcluster import Tools, _runuser, free_port
 
 # the tuning pg_autoctl computes (a quarter of the machine's memory as shared_buffers) is for a
@@ -192,6 +193,17 @@ class Formation:
 
     def switchover(self) -> None:
         self.run("perform", "switchover", "--monitor", self.monitor_uri(), "--wait", "120", timeout=180)
+
+    def connect_primary(self, user: str, timeout: float = 90) -> psycopg.Connection:
+        """An autocommit connection to the node that takes writes, once its keeper has started it."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return psycopg.connect(self.multi_host_dsn(user), autocommit=True)
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
 
     def multi_host_dsn(self, user: str, password: str = "") -> str:
         """Every data node in one DSN; libpq picks the one that takes writes."""

@@ -39,6 +39,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -79,11 +80,30 @@ class FailoverDrill:
     def set_up(self) -> None:
         say("creating the monitor and two data nodes (pg_autoctl)")
         self.formation.create_monitor()
-        for name in ("node_a", "node_b"):
-            self.formation.create_node(name)
+        self.formation.create_node("node_a")
+        # the standby is built (a base backup of node_a) while the schema is migrated on node_a
+        failed: list[BaseException] = []
+        standby = threading.Thread(target=self._create_standby, args=(failed,), name="node_b")
+        standby.start()
+        try:
+            self.prepare_database()
+        finally:
+            standby.join()
+        if failed:
+            raise failed[0]
         primary = self.formation.wait_stable()
-        say(f"formation ready: {primary.name} is the primary")
-        with psycopg.connect(self.formation.multi_host_dsn("postgres"), autocommit=True) as conn:
+        say(f"formation ready: {primary.name} is the primary, schema migrated, host and archiver tokens made")
+
+    def _create_standby(self, failed: list[BaseException]) -> None:
+        try:
+            self.formation.create_node("node_b")
+        except BaseException as exc:  # noqa: BLE001 - raised again by set_up
+            failed.append(exc)
+
+    def prepare_database(self) -> None:
+        """install/README.md, sections 1-3: the owner role owns the database, migrates, makes tokens."""
+        conn = self.formation.connect_primary("postgres")
+        with conn:
             conn.execute(sql.SQL("CREATE ROLE {} LOGIN CREATEROLE PASSWORD {}").format(
                 sql.Identifier(OWNER), sql.Literal(self.owner_secret)))
             conn.execute(sql.SQL("ALTER DATABASE mcp_memory OWNER TO {}").format(sql.Identifier(OWNER)))
@@ -92,7 +112,6 @@ class FailoverDrill:
         self.cli("owner", "db", "migrate")
         for who, flags in (("host", ["--project", PROJECT]), ("archiver", ["--archiver"])):
             self.logins[who] = json.loads(self.cli("owner", "token", "create", "--name", f"drill-{who}", *flags, "--json"))
-        say("schema migrated on the primary; host and archiver tokens made")
 
     def env(self, who: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("MCP_MEMORY_", "PG"))}
@@ -198,6 +217,9 @@ class FailoverDrill:
         self.set_up()
         busy, calm = self.start_workload()
         pids = {name: proc.pid for name, proc in self.workers.items()}
+        # the failovers start under load: every host has appended and the tail has received
+        self.wait_until("every host appends and the tail receives", lambda: (
+            logs := HostLogs.read(self.work, self.hosts)).every_host_acked_after(0) and logs.tail_max() > 0, 120)
         time.sleep(between)
         for n, kind in enumerate(kinds, 1):
             self.failover(n, kind, busy)

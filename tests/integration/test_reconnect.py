@@ -175,6 +175,37 @@ def test_a_retried_append_whose_commit_was_not_acknowledged_is_a_duplicate(serve
     assert both.seqs == [1, 2] and both.duplicates == [True, False]
 
 
+def test_an_append_cut_off_while_its_commit_waits_is_a_duplicate_on_retry(server: Cluster, service: Service) -> None:
+    """The commit outcome unknown, as when a primary dies while it waits for its standby: the server
+    waits for a synchronous standby that does not exist, the call's deadline cuts the client off
+    ([unavailable]), the commit completes once the wait is lifted; the retry with the same
+    append_id is answered duplicate=true at the first seq, and the session holds one row."""
+    sid = service.create_session("proj").session_id
+    admin = server.dsn(SUPERUSER, PASSWORD, "mcp_memory")
+
+    def standby_wait(names: str) -> None:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f"ALTER SYSTEM SET synchronous_standby_names = '{names}'")
+            conn.execute("SELECT pg_reload_conf()")
+        time.sleep(0.5)
+
+    impatient = build(replace(service.settings, call_timeout=1.5, statement_timeout=60.0, pool_min=0))
+    message = {"role": "user", "content": "outcome unknown", "append_id": "unknown-outcome"}
+    try:
+        standby_wait("nobody")
+        with pytest.raises(Unavailable, match=r"no answer within 1\.5 s"):
+            impatient.append_message(sid, message)
+        standby_wait("")
+        again = eventually(lambda: impatient.append_message(sid, message))
+    finally:
+        standby_wait("")
+        impatient.db.close()
+    assert (again.seq, again.duplicate) == (1, True)
+    with psycopg.connect(admin) as conn:
+        rows = conn.execute("SELECT seq, append_id FROM messages WHERE session_id = %s", (sid,)).fetchall()
+    assert rows == [(1, "unknown-outcome")]
+
+
 def test_the_archiver_daemon_carries_on_across_a_restart(server: Cluster, service: Service, tmp_path: Path) -> None:
     db = Database(replace(service.settings, pool_min=0, pool_max=2), application_name="archiver@reconnect")
     options = ArchiverOptions(repo=tmp_path / "archive", poll_interval=1.0, standby_interval=0.5,
