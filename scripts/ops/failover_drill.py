@@ -214,7 +214,9 @@ class FailoverDrill:
         self.events.append(event)
 
     def run(self, kinds: list[str], between: float) -> dict[str, Any]:
+        started = time.monotonic()
         self.set_up()
+        setup_seconds = round(time.monotonic() - started, 1)
         busy, calm = self.start_workload()
         pids = {name: proc.pid for name, proc in self.workers.items()}
         # the failovers start under load: every host has appended and the tail has received
@@ -235,9 +237,12 @@ class FailoverDrill:
         for name in ("tail", "archiver"):
             self.stop_worker(name)
         with psycopg.connect(self.env("owner")["MCP_MEMORY_DSN"], password=self.owner_secret) as conn:
-            return summarize(conn, HostLogs.read(self.work, self.hosts), self.events,
-                             sessions={"busy": busy, "tailed": calm}, pids=pids,
-                             snapshots=[e["snapshot"] for e in self.events] + [final], archived=self.archived())
+            summary = summarize(conn, HostLogs.read(self.work, self.hosts), self.events,
+                                sessions={"busy": busy, "tailed": calm}, pids=pids,
+                                snapshots=[e["snapshot"] for e in self.events] + [final], archived=self.archived())
+        # the formation's set-up (pg_autoctl creates, migrations, tokens) and the drill after it
+        return {**summary, "setup_seconds": setup_seconds,
+                "drill_seconds": round(time.monotonic() - started - setup_seconds, 1)}
 
     def stop_worker(self, name: str) -> None:
         proc = self.workers[name]

@@ -20,7 +20,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PG_BIN = Path(os.environ.get("MCP_MEMORY_DRILL_PG_BIN", "/usr/lib/postgresql/15/bin"))
-BUDGET = 90.0
+BUDGET = 90.0  # the drill after the set-up: workload, one switchover, checks
+SETUP = 150.0  # the formation's set-up (three pg_autoctl creates, migrations, tokens): ~45 s on a quiet machine
 
 
 def _cannot_run() -> str | None:
@@ -47,11 +48,11 @@ def test_a_switchover_loses_no_acknowledged_append_and_needs_no_restart() -> Non
                                   "--seconds-between", "1", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                  text=True)
         try:
-            out, err = drill.communicate(timeout=BUDGET)
+            out, err = drill.communicate(timeout=SETUP + BUDGET)
         except subprocess.TimeoutExpired:
             drill.terminate()  # SIGTERM: the drill stops its keepers and workers and removes its folders
             out, err = drill.communicate(timeout=120)
-            pytest.fail(f"the short drill took more than {BUDGET:g} s:\n{err[-3000:]}")
+            pytest.fail(f"the short drill took more than {SETUP + BUDGET:g} s:\n{err[-3000:]}")
         assert drill.returncode == 0, err[-5000:]
         summary = json.loads(out)
         [switch] = summary["failovers"]
@@ -63,9 +64,10 @@ def test_a_switchover_loses_no_acknowledged_append_and_needs_no_restart() -> Non
         assert summary["stored_at_another_seq"] == 0 and summary["tail_missed"] == 0
         done, made = summary["snapshots_exported"].split("/")
         assert done == made == "2"
+        assert summary["drill_seconds"] < BUDGET, summary
         assert list(work.iterdir()) == []  # the drill removed its folders
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    assert time.monotonic() - started < BUDGET + 5
+    assert time.monotonic() - started < SETUP + BUDGET + 5
     leftover = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
     assert str(work) not in leftover  # no keeper or server of the drill still running
