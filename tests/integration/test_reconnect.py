@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -225,13 +226,13 @@ def test_the_archiver_daemon_carries_on_across_a_restart(server: Cluster, servic
         daemon.start()
         service.append_message(sid, {"role": "user", "content": "one", "append_id": "one"})
         service.create_snapshot(sid, "first")
-        wait_for(lambda: len(archive_lines(options.repo, sid)) == 1, "the first snapshot in git")
+        wait_for(partial(archived, options.repo, sid, 1), "the first snapshot in git")
         for round_ in range(2):
             restart(server)
-            eventually(lambda r=round_: service.append_message(
-                sid, {"role": "user", "content": f"after restart {r}", "append_id": f"r{r}"}))
-            eventually(lambda r=round_: service.create_snapshot(sid, f"after restart {r}"))
-            wait_for(lambda r=round_: len(archive_lines(options.repo, sid)) == r + 2,
+            message = {"role": "user", "content": f"after restart {round_}", "append_id": f"r{round_}"}
+            eventually(partial(service.append_message, sid, message))
+            eventually(partial(service.create_snapshot, sid, "after a restart"))
+            wait_for(partial(archived, options.repo, sid, round_ + 2),
                      f"the snapshot made after restart {round_ + 1} in git")
         assert daemon.is_alive() and not failure
     finally:
@@ -239,6 +240,10 @@ def test_the_archiver_daemon_carries_on_across_a_restart(server: Cluster, servic
         daemon.join(timeout=30)
         db.close()
     assert not daemon.is_alive() and not failure, failure
+
+
+def archived(repo: Path, session_id: str, lines: int) -> bool:
+    return len(archive_lines(repo, session_id)) == lines
 
 
 def wait_for(condition: Callable[[], bool], what: str, seconds: float = 40.0) -> None:
