@@ -172,6 +172,10 @@ class Archiver:
                         self.listener.listen()
                     self._auto_snapshot()
                     handled = self._cycle()
+                    if once and handled == 0:
+                        break
+                    if handled == 0:
+                        self._wait()  # it reads the queue too: a failover may strike here as well
                 except Unavailable as exc:  # database or repository away: back to standby, try again
                     if once:
                         raise
@@ -179,10 +183,6 @@ class Archiver:
                     self.lock.release()
                     self._sleep(self.options.poll_interval)
                     continue
-                if once and handled == 0:
-                    break
-                if handled == 0:
-                    self._wait()
         finally:
             self._shutdown()
         return self.summary

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 import psycopg
 
 from ..errors import McpMemoryError
-from .db import Database, through_pooler
+from .db import Database, through_pooler, translate_errors
 from .sql import q, scalar
 
 log = logging.getLogger(__name__)
@@ -69,7 +69,13 @@ class AppendListener:
             _close(self._conn)
             self._conn, self.poll_seconds = None, POOLED_POLL
             return
-        self._conn.execute(q("messages_listen"))
+        try:
+            with translate_errors():  # a server lost between connect and LISTEN: Unavailable, the reader retries
+                self._conn.execute(q("messages_listen"))
+        except McpMemoryError:
+            _close(self._conn)
+            self._conn = None
+            raise
         self._stop.clear()
         self._thread = threading.Thread(target=self._run, args=(self._conn,), name="mcp-memory append listener",
                                         daemon=True)

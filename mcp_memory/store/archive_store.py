@@ -342,7 +342,8 @@ class Listener:
         if self.conn is not None and not self.conn.closed:
             return False
         self.conn = self.db.connect(autocommit=True)
-        self.conn.execute(q("archive_listen"))
+        with translate_errors():  # a server lost between connect and LISTEN: Unavailable, retried
+            self.conn.execute(q("archive_listen"))
         return True
 
     def wait(self, timeout: float) -> bool:
