@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 from ..config import Settings
 from ..errors import Invalid, Unavailable
@@ -43,22 +44,23 @@ def _partitions(db: Database, args: argparse.Namespace) -> int:
     """Create the months ahead (the maintenance run: monthly from cron, or any time), list the
     layout, or retire one month (README, "Partitions")."""
     month = partitions.parse_month(args.retire) if args.retire else None
+    made: list[str] = []
+    result: partitions.Retirement | None = None
     with db.connect(autocommit=True) as conn, translate_errors():
         if month is not None:
             result = partitions.retire(conn, month, drop=args.drop)
-            made: list[str] = []
         else:
-            result, made = {}, partitions.ensure(conn, args.ahead)
+            made = partitions.ensure(conn, args.ahead)
         layout = partitions.layout(conn)
     if args.json:
-        print_json({"created": made, "retired": result or None, "partitions": [
-            {"table": p.table, "name": p.name, "bound": p.bound, "rows": p.rows} for p in layout]})
+        print_json({"created": made, "retired": dataclasses.asdict(result) if result else None, "partitions": [
+            dataclasses.asdict(p) for p in layout]})
         return 0
     for name in made:
         print(f"created {name}")
     if result:
-        print(f"retired {result['month']}: {result['sessions']} sessions, {result['messages']} messages; "
-              + ("dropped " if result["dropped"] else "detached (kept as tables) ") + ", ".join(result["detached"]))
+        print(f"retired {result.month}: {result.sessions} sessions, {result.messages} messages; "
+              + ("dropped " if result.dropped else "detached (kept as tables) ") + ", ".join(result.detached))
     for p in layout:
         print(f"  {p.table:<20} {p.name:<34} {p.bound:<52} ~{max(p.rows, 0)} rows")
     return 0

@@ -10,6 +10,7 @@ from datetime import date
 import psycopg
 
 from ..errors import Invalid
+from .db import translate_errors
 from .sql import first_row, scalar
 
 MONTH = re.compile(r"^(\d{4})-(0[1-9]|1[0-2])$")
@@ -37,7 +38,9 @@ def ensure(conn: psycopg.Connection, months_ahead: int) -> list[str]:
     partition (their rows move in); the names created."""
     if not 0 <= months_ahead <= 120:
         raise Invalid("months_ahead must be 0 to 120")
-    made = scalar(conn, "SELECT mm_ensure_partitions(%(n)s::integer)", {"n": months_ahead}, what="mm_ensure_partitions")
+    with translate_errors():
+        made = scalar(conn, "SELECT mm_ensure_partitions(%(n)s::integer)", {"n": months_ahead},
+                      what="mm_ensure_partitions")
     return list(made or [])
 
 
@@ -50,14 +53,42 @@ def layout(conn: psycopg.Connection) -> list[Partition]:
     return [Partition(*row) for row in rows]
 
 
-def retire(conn: psycopg.Connection, month: date, *, drop: bool) -> dict[str, object]:
+@dataclass(frozen=True)
+class Retirement:
+    month: str  # YYYY-MM
+    sessions: int
+    messages: int
+    dropped: bool
+    detached: list[str]
+
+
+def retire(conn: psycopg.Connection, month: date, *, drop: bool) -> Retirement:
     """Detach `month` from every partitioned table (and drop it when `drop`), in one transaction.
     Plain DETACH: CONCURRENTLY is refused while a default partition exists, and the default
     partition is what keeps writes safe outside the created months; the detach itself is a catalog
     change (well under a second), bounded by a lock timeout so it never queues appends for long."""
-    with conn.transaction():
+    with translate_errors(), conn.transaction():
         conn.execute(f"SET LOCAL lock_timeout = '{RETIRE_LOCK_TIMEOUT}'")
         row = first_row(conn.execute("SELECT part_month, sessions, messages, dropped, detached "
                                      "FROM mm_retire_month(%s, %s)", (month, drop)).fetchone(), "mm_retire_month")
-    return {"month": f"{row[0]:%Y-%m}", "sessions": row[1], "messages": row[2], "dropped": row[3],
-            "detached": list(row[4])}
+    return Retirement(f"{row[0]:%Y-%m}", row[1], row[2], row[3], list(row[4]))
+
+
+@dataclass(frozen=True)
+class Upkeep:
+    """What doctor tells of the month partitions, from the catalog (readable by any login)."""
+
+    partitioned: bool
+    next_month_ready: bool  # next month's partition of messages exists
+    default_rows: int  # the planner's estimate of rows waiting in messages_default
+    partman_available: bool
+
+
+def upkeep(conn: psycopg.Connection) -> Upkeep:
+    row = first_row(conn.execute(
+        "SELECT coalesce((SELECT relkind = 'p' FROM pg_class WHERE oid = to_regclass('messages')), false), "
+        "to_regclass('messages_p' || to_char(date_trunc('month', now() AT TIME ZONE 'UTC') + interval '1 month', "
+        "'YYYYMM')) IS NOT NULL, "
+        "coalesce((SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = to_regclass('messages_default')), 0), "
+        "EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'pg_partman')").fetchone(), "partition upkeep")
+    return Upkeep(*row)

@@ -18,12 +18,13 @@
 -- default partition into months of their own; mm_retire_month detaches (and optionally drops) one
 -- month of all three tables. The conversion below runs in the migration's one transaction: the
 -- tables are locked for its length (README, "Upgrading": measured seconds per million messages).
+-- Each step may run again on its own result (a table already partitioned is left as it is).
 
 -- 1. The session's month, fixed for its life.
-ALTER TABLE sessions ADD COLUMN part_month date
+ALTER TABLE sessions ADD COLUMN IF NOT EXISTS part_month date
     GENERATED ALWAYS AS ((pg_catalog.date_trunc('month', created_at AT TIME ZONE 'UTC'))::date) STORED;
 
-CREATE FUNCTION mm_session_month_fixed() RETURNS trigger
+CREATE OR REPLACE FUNCTION mm_session_month_fixed() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
     IF NEW.created_at IS DISTINCT FROM OLD.created_at THEN
@@ -32,11 +33,12 @@ BEGIN
     END IF;
     RETURN NEW;
 END $$;
+DROP TRIGGER IF EXISTS sessions_month_fixed ON sessions;
 CREATE TRIGGER sessions_month_fixed BEFORE UPDATE OF created_at ON sessions
     FOR EACH ROW EXECUTE FUNCTION mm_session_month_fixed();
 
 -- 2. Months that left the hot tables: read_session answers a coded error for their sessions.
-CREATE TABLE retired_months (
+CREATE TABLE IF NOT EXISTS retired_months (
     part_month date PRIMARY KEY CHECK (pg_catalog.date_trunc('month', part_month) = part_month),
     retired_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
     sessions   bigint NOT NULL,
@@ -46,11 +48,12 @@ CREATE TABLE retired_months (
 );
 ALTER TABLE retired_months ENABLE ROW LEVEL SECURITY;
 -- tokens read which months retired (read_session's check), not the counts
+DROP POLICY IF EXISTS mm_read ON retired_months;
 CREATE POLICY mm_read ON retired_months FOR SELECT USING (true);
 REVOKE ALL ON retired_months FROM PUBLIC;
 
 -- 3. The partitioned tables this schema keeps (message_embeddings only where pgvector is).
-CREATE FUNCTION mm_partitioned_tables() RETURNS text[]
+CREATE OR REPLACE FUNCTION mm_partitioned_tables() RETURNS text[]
 LANGUAGE sql STABLE AS $$
     SELECT pg_catalog.array_agg(t ORDER BY o)
     FROM pg_catalog.unnest(ARRAY['messages', 'message_search', 'message_embeddings']) WITH ORDINALITY AS x(t, o)
@@ -58,7 +61,7 @@ LANGUAGE sql STABLE AS $$
 $$;
 
 -- The partition of `tbl` that holds exactly month `m`, or NULL.
-CREATE FUNCTION mm_month_partition(tbl text, m date) RETURNS regclass
+CREATE OR REPLACE FUNCTION mm_month_partition(tbl text, m date) RETURNS regclass
 LANGUAGE sql STABLE AS $$
     SELECT c.oid::regclass
     FROM pg_catalog.pg_inherits i JOIN pg_catalog.pg_class c ON c.oid = i.inhrelid
@@ -69,7 +72,7 @@ $$;
 
 -- One month partition of `tbl`. Rows of that month already in the default partition move into it
 -- (a new partition may not overlap rows the default partition holds).
-CREATE FUNCTION mm_add_month_partition(tbl text, m date) RETURNS text
+CREATE OR REPLACE FUNCTION mm_add_month_partition(tbl text, m date) RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
     -- in the parent's schema (the function's search_path starts with pg_catalog)
@@ -96,24 +99,30 @@ BEGIN
 END $$;
 
 -- Month partitions from the current month to `p_months_ahead` months after it, and one for every
--- month found in a default partition; the partitions it created. Run by `db migrate` and by
--- `mcp-memory db partitions` (README, "Partitions").
-CREATE FUNCTION mm_ensure_partitions(p_months_ahead integer) RETURNS text[]
+-- month found in a default partition, in every partitioned table (one layout for all three); the
+-- partitions it created. Run by `db migrate` and by `mcp-memory db partitions` (README, "Partitions").
+CREATE OR REPLACE FUNCTION mm_ensure_partitions(p_months_ahead integer) RETURNS text[]
 LANGUAGE plpgsql AS $$
 DECLARE
     tbl text;
     m date;
+    months date[];
+    spilled date[];
     made text[] := '{}';
     this_month date := pg_catalog.date_trunc('month', pg_catalog.now() AT TIME ZONE 'UTC')::date;
 BEGIN
     IF p_months_ahead IS NULL OR p_months_ahead NOT BETWEEN 0 AND 120 THEN
         RAISE EXCEPTION 'months_ahead must be 0 to 120' USING ERRCODE = 'MM400';
     END IF;
+    SELECT pg_catalog.array_agg((this_month + pg_catalog.make_interval(months => i))::date)
+    INTO months FROM pg_catalog.generate_series(0, p_months_ahead) AS i;
     FOREACH tbl IN ARRAY coalesce(mm_partitioned_tables(), '{}') LOOP
-        FOR m IN EXECUTE pg_catalog.format(
-            'SELECT (%L::date + pg_catalog.make_interval(months => i))::date FROM pg_catalog.generate_series(0, %s) AS i'
-            ' UNION SELECT DISTINCT part_month FROM %I ORDER BY 1', this_month, p_months_ahead, tbl || '_default')
-        LOOP
+        EXECUTE pg_catalog.format('SELECT pg_catalog.array_agg(DISTINCT part_month) FROM %I', tbl || '_default')
+            INTO spilled;
+        months := months || coalesce(spilled, '{}');
+    END LOOP;
+    FOREACH tbl IN ARRAY coalesce(mm_partitioned_tables(), '{}') LOOP
+        FOR m IN SELECT DISTINCT x FROM pg_catalog.unnest(months) AS x ORDER BY 1 LOOP
             IF mm_month_partition(tbl, m) IS NULL THEN
                 made := made || mm_add_month_partition(tbl, m);
             END IF;
@@ -125,7 +134,7 @@ END $$;
 -- Detach month `p_month` from every partitioned table (its sessions' rows leave the hot tables as
 -- whole partitions), drop the detached tables when `p_drop`, record the month in retired_months.
 -- A month is retired once: its sessions then answer read_session with a coded error.
-CREATE FUNCTION mm_retire_month(p_month date, p_drop boolean) RETURNS retired_months
+CREATE OR REPLACE FUNCTION mm_retire_month(p_month date, p_drop boolean) RETURNS retired_months
 LANGUAGE plpgsql AS $$
 DECLARE
     tbl text;
@@ -145,7 +154,9 @@ BEGIN
     IF EXISTS (SELECT 1 FROM retired_months WHERE part_month = p_month) THEN
         RAISE EXCEPTION 'month % is already retired', p_month USING ERRCODE = 'MM409';
     END IF;
-    SELECT pg_catalog.count(*) INTO n_sessions FROM sessions WHERE part_month = p_month;
+    -- the month's own rows, from the session rows (no scan of the partition)
+    SELECT pg_catalog.count(*), coalesce(pg_catalog.sum(last_seq - coalesce(fork_seq, 0)), 0)
+    INTO n_sessions, n_messages FROM sessions WHERE part_month = p_month;
     FOREACH tbl IN ARRAY coalesce(mm_partitioned_tables(), '{}') LOOP
         part := mm_month_partition(tbl, p_month);
         IF part IS NULL THEN
@@ -156,9 +167,6 @@ BEGIN
                 CONTINUE;
             END IF;
             part := mm_add_month_partition(tbl, p_month)::regclass;
-        END IF;
-        IF tbl = 'messages' THEN
-            EXECUTE pg_catalog.format('SELECT pg_catalog.count(*) FROM %s', part) INTO n_messages;
         END IF;
         EXECUTE pg_catalog.format('ALTER TABLE %I DETACH PARTITION %s', tbl, part);
         done := done || part::text;
@@ -183,8 +191,10 @@ FROM pg_catalog.pg_class v JOIN pg_catalog.pg_namespace n ON n.oid = v.relnamesp
 WHERE v.relkind = 'v' AND v.oid IN (
     SELECT r.ev_class FROM pg_catalog.pg_depend d JOIN pg_catalog.pg_rewrite r ON r.oid = d.objid
     WHERE d.classid = 'pg_catalog.pg_rewrite'::regclass
-      AND d.refobjid IN (SELECT pg_catalog.to_regclass(t)
-                         FROM pg_catalog.unnest(ARRAY['messages', 'message_search', 'message_embeddings']) AS t));
+      AND d.refobjid IN (SELECT c.oid FROM pg_catalog.pg_class c
+                         WHERE c.oid IN (SELECT pg_catalog.to_regclass(t) FROM pg_catalog.unnest(
+                                             ARRAY['messages', 'message_search', 'message_embeddings']) AS t)
+                           AND c.relkind = 'r'));
 
 DO $$
 DECLARE
@@ -206,7 +216,8 @@ DECLARE
     month_of text := '(pg_catalog.date_trunc(''month'', o.created_at AT TIME ZONE ''UTC''))::date';
 BEGIN
     FOREACH tbl IN ARRAY ARRAY['messages', 'message_search', 'message_embeddings'] LOOP
-        IF pg_catalog.to_regclass(tbl) IS NULL THEN
+        IF pg_catalog.to_regclass(tbl) IS NULL
+           OR (SELECT c.relkind FROM pg_catalog.pg_class c WHERE c.oid = pg_catalog.to_regclass(tbl)) = 'p' THEN
             CONTINUE;
         END IF;
         old := tbl || '_unpartitioned';
