@@ -82,7 +82,7 @@ def test_upgrade_from_0019_keeps_every_row_and_read(empty_db: str, profile: dict
     assert [m.version for m in migrate.migrate(empty_db)] == [m.version for m in migrate.available() if m.version > 19]
     assert _dump(empty_db) == before  # rows, search rows, vectors and the read view, unchanged
     with psycopg.connect(empty_db) as conn:
-        where = dict(conn.execute("SELECT session_id, array_agg(DISTINCT tableoid::regclass::text) FROM messages "
+        where: dict[str, list[str]] = dict(conn.execute("SELECT session_id, array_agg(DISTINCT tableoid::regclass::text) FROM messages "
                                   "GROUP BY 1").fetchall())
         assert where == {ROOT: ["messages_p202501"], MARCH: ["messages_p202503"], FORK: ["messages_p202502"]}
         assert conn.execute("SELECT relkind FROM pg_class WHERE oid = 'messages'::regclass").fetchone() == ("p",)
