@@ -72,6 +72,13 @@ def _parser() -> argparse.ArgumentParser:
     db_sub.add_parser("migrate", help="apply pending migrations (safe from two hosts at once)")
     status = db_sub.add_parser("status", help="list migrations and whether each is applied")
     status.add_argument("--json", action="store_true", help="print one JSON document")
+    parts = db_sub.add_parser("partitions", help="create the month partitions ahead, list them, or retire a month",
+                              description="Example: mcp-memory db partitions --ahead 3; mcp-memory db partitions "
+                                          "--retire 2025-01 --drop")
+    parts.add_argument("--ahead", type=int, default=3, help="months to create after the current one (default 3)")
+    parts.add_argument("--retire", metavar="YYYY-MM", help="detach this past month from the hot tables")
+    parts.add_argument("--drop", action="store_true", help="with --retire: drop the detached tables too")
+    parts.add_argument("--json", action="store_true", help="print one JSON document")
     db_sub.add_parser("stop", help="stop the embedded server of this profile (it restarts on demand)")
 
     doctor = sub.add_parser("doctor", help="check configuration, database, schema, pgvector, keyring, archive")

@@ -43,6 +43,11 @@ class Unavailable(McpMemoryError):
     code = "unavailable"
 
 
+class Retired(Unavailable):
+    """A session whose messages are in a month that left the hot tables (README, "Partitions"): the
+    hot store cannot serve it until it is restored from the archive."""
+
+
 class ConfigError(McpMemoryError):
     """The configuration is wrong (bad TOML, missing keyring secret, …)."""
 

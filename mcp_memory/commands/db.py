@@ -1,13 +1,14 @@
-"""`mcp-memory db migrate | status | stop`."""
+"""`mcp-memory db migrate | status | partitions | stop`."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 from ..config import Settings
 from ..errors import Invalid, Unavailable
-from ..store import embedded, migrate
-from ..store.db import Database
+from ..store import embedded, migrate, partitions
+from ..store.db import Database, translate_errors
 from .output import print_json
 
 
@@ -22,6 +23,8 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         print(f"schema at version {migrate.latest_version()} on {db.masked_dsn()}"
               + ("" if applied else " (already up to date)"))
         return 0
+    if args.db_command == "partitions":
+        return _partitions(db, args)
     with db.connect(autocommit=True) as conn:
         states = migrate.status(conn)
     if args.json:
@@ -34,6 +37,32 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         state = f"applied {s.applied_at:%Y-%m-%d %H:%M:%S}" if s.applied_at else "pending"
         warn = "" if s.checksum_ok else "  (file changed since it was applied!)"
         print(f"  {s.version:04d}_{s.name:<30} {state}{warn}")
+    return 0
+
+
+def _partitions(db: Database, args: argparse.Namespace) -> int:
+    """Create the months ahead (the maintenance run: monthly from cron, or any time), list the
+    layout, or retire one month (README, "Partitions")."""
+    month = partitions.parse_month(args.retire) if args.retire else None
+    made: list[str] = []
+    result: partitions.Retirement | None = None
+    with db.connect(autocommit=True) as conn, translate_errors():
+        if month is not None:
+            result = partitions.retire(conn, month, drop=args.drop)
+        else:
+            made = partitions.ensure(conn, args.ahead)
+        layout = partitions.layout(conn)
+    if args.json:
+        print_json({"created": made, "retired": dataclasses.asdict(result) if result else None, "partitions": [
+            dataclasses.asdict(p) for p in layout]})
+        return 0
+    for name in made:
+        print(f"created {name}")
+    if result:
+        print(f"retired {result.month}: {result.sessions} sessions, {result.messages} messages; "
+              + ("dropped " if result.dropped else "detached (kept as tables) ") + ", ".join(result.detached))
+    for p in layout:
+        print(f"  {p.table:<20} {p.name:<34} {p.bound:<52} ~{max(p.rows, 0)} rows")
     return 0
 
 

@@ -11,7 +11,7 @@ import psycopg
 
 from ..config import Settings
 from ..errors import McpMemoryError
-from ..store import health, migrate, replicas
+from ..store import health, migrate, partitions, replicas
 from ..store.archive_store import ArchiveStore
 from ..store.db import Database
 from ..store.search_store import SearchStore
@@ -48,6 +48,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
             checks.append(_pgvector_check(conn, database))
             checks.append(_connections_check(conn))
             checks.append(_queue_check(conn))
+            checks.append(_partitions_check(conn))
     except StandbyAsPrimary as exc:  # its own words say what to do
         checks.append(Check("database", False, str(exc)))
     except McpMemoryError as exc:
@@ -172,6 +173,21 @@ def _queue_check(conn) -> Check:
     if advice is None:
         return Check("archive queue", True, f"{waiting} export job(s) waiting" if waiting else "empty")
     return Check("archive queue", True, advice, warning=True)
+
+
+def _partitions_check(conn) -> Check:
+    """Month partitions (migration 0021): next month's must exist before it starts, or its sessions'
+    rows land in the default partition until `db partitions` (or `db migrate`) moves them out."""
+    state = partitions.upkeep(conn)
+    if not state.partitioned:
+        return Check("partitions", True, "messages is not partitioned before schema version 21")
+    partman = ("; pg_partman is installed on the server but not used: `mcp-memory db partitions` keeps the months"
+               if state.partman_available else "")
+    if not state.next_month_ready or state.default_rows > 0:
+        return Check("partitions", True, ("next month has no partition yet" if not state.next_month_ready else
+                                          f"~{state.default_rows} rows wait in the default partition")
+                     + ": run `mcp-memory db partitions` (monthly, e.g. from cron)" + partman, warning=True)
+    return Check("partitions", True, "next month's partition is ready" + partman)
 
 
 def _connections_check(conn) -> Check:

@@ -173,6 +173,9 @@ def _copy(conn: Connection, session_id: str, batch: list[Prepared]) -> AppendMan
     locked = store.lock_session(session_id, [p.append_id for p in batch])
     if locked is None:
         raise NotFound(f"session {session_id} does not exist")
+    if locked.retired:
+        raise Conflict(f"session {session_id} belongs to month {locked.part_month:%Y-%m}, which has retired from "
+                       "the hot tables: append to a new session")
     last_seq, existing = locked.last_seq, locked.existing
     seqs: list[int] = []
     duplicates: list[bool] = []
@@ -191,7 +194,8 @@ def _copy(conn: Connection, session_id: str, batch: list[Prepared]) -> AppendMan
         seqs.append(last_seq)
         duplicates.append(False)
     if rows:
-        store.copy_messages(session_id, locked.project_id, rows, last_seq=last_seq, now=locked.now)
+        store.copy_messages(session_id, locked.project_id, rows, last_seq=last_seq, now=locked.now,
+                            part_month=locked.part_month)
     return AppendManyResult(seqs=seqs, duplicates=duplicates, append_ids=[p.append_id for p in batch],
                             redacted=sum(p.redacted for p in batch))
 

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
 
+from ..errors import Retired
 from ..results import Session, Snapshot
 from ..schema import format_time
 from .sql import Statements, first_row, q, scalar
@@ -20,7 +21,7 @@ from .sql import Statements, first_row, q, scalar
 COPY_FROM = 64  # batches of at least this many messages are stored with COPY where it is allowed
 
 
-COPY_TYPES = ["text", "int8", "text", "text", "text", "jsonb", "bytea", "timestamptz"]
+COPY_TYPES = ["text", "int8", "text", "text", "text", "jsonb", "bytea", "timestamptz", "date"]
 
 
 def _as_is(text: str) -> str:
@@ -55,6 +56,8 @@ class Locked:
     last_seq: int
     now: datetime
     existing: dict[str, tuple[int, bytes]]  # stored append_id → (seq, payload hash)
+    part_month: date  # the session's month: the partition its rows go to (migration 0021)
+    retired: bool  # that month has left the hot tables
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,7 @@ class Segment:
     session_id: str
     lower: int
     upper: int | None
+    part_month: date  # the month partition holding this session's rows (migration 0021)
 
 
 @dataclass(frozen=True)
@@ -117,8 +121,8 @@ class Store(Statements):
                                                      "append_ids": list(append_ids)}).fetchall()
         if not rows:
             return None
-        existing = {append_id: (seq, bytes(digest)) for _, _, _, append_id, seq, digest in rows if append_id}
-        return Locked(rows[0][0], rows[0][1], rows[0][2], existing)
+        existing = {row[3]: (row[4], bytes(row[5])) for row in rows if row[3]}
+        return Locked(rows[0][0], rows[0][1], rows[0][2], existing, rows[0][6], rows[0][7])
 
     def list_sessions(
         self, *, project_id: str | None, agent_source: str | None, cursor: tuple[datetime, str] | None, limit: int
@@ -149,7 +153,7 @@ class Store(Statements):
 
     # messages ---------------------------------------------------------------------------------
     def copy_messages(self, session_id: str, project_id: str, rows: Sequence[NewMessage], *, last_seq: int,
-                      now: datetime) -> None:
+                      now: datetime, part_month: date) -> None:
         """An owner's big batch: COPY the rows and move the session's last_seq (run it after
         `lock_session`, in the same transaction). `now`: the transaction's time, for rows without a
         created_at of their own."""
@@ -158,7 +162,7 @@ class Store(Statements):
                 copy.set_types(COPY_TYPES)
                 for r in rows:
                     copy.write_row((session_id, r.seq, project_id, r.append_id, r.role,
-                                    Jsonb(r.payload_json, dumps=_as_is), r.payload_hash, r.created_at or now))
+                                    Jsonb(r.payload_json, dumps=_as_is), r.payload_hash, r.created_at or now, part_month))
         except psycopg.errors.UniqueViolation as exc:
             raise AppendRaced(exc.diag.message_primary or str(exc)) from exc
         self.set_last_seq(session_id, last_seq)
@@ -167,14 +171,20 @@ class Store(Statements):
         self.conn.execute(q("session_set_last_seq"), {"session_id": session_id, "last_seq": last_seq})
 
     def lineage(self, session_id: str) -> list[Segment]:
+        """The session's history, newest holder first; Retired when a part of it is in a month that
+        has left the hot tables (mcp-memory db partitions --retire)."""
         rows = self.conn.execute(q("session_lineage"), {"session_id": session_id}).fetchall()
-        return [Segment(sid, lower, upper) for sid, lower, upper in rows]
+        for sid, _, _, month, retired in rows:
+            if retired:
+                raise Retired(retired_message(session_id, sid, month))
+        return [Segment(sid, lower, upper, month) for sid, lower, upper, month, _ in rows]
 
     def read_range(self, segment: Segment, *, after_seq: int, limit: int) -> list[StoredRow]:
         params = {
             "session_id": segment.session_id,
             "after_seq": max(after_seq, segment.lower),
             "upper": segment.upper if segment.upper is not None else 2**62,
+            "part_month": segment.part_month,
             "limit": limit,
         }
         return [StoredRow(*row) for row in self.conn.execute(q("messages_read_range"), params).fetchall()]
@@ -191,6 +201,13 @@ class Store(Statements):
     def get_snapshot(self, snapshot_id: int) -> Snapshot | None:
         row = self._one("snapshot_get", {"snapshot_id": snapshot_id})
         return snapshot_record(row) if row else None
+
+
+def retired_message(session_id: str, holder: str, month: date) -> str:
+    """Why a session's history cannot be read: the month holding it (its own, or an ancestor's) retired."""
+    whose = "its" if holder == session_id else f"its ancestor {holder}'s"
+    return (f"session {session_id}: {whose} messages are in month {month:%Y-%m}, which has retired from the hot "
+            "tables (mcp-memory db partitions --retire); restore the session from the archive to read it")
 
 
 def session_record(row: dict[str, Any]) -> Session:

@@ -19,6 +19,7 @@ from .sql import scalar
 log = logging.getLogger(__name__)
 
 LOCK_KEY = 0x6D636D6D  # "mcmm": the advisory lock that serialises migrations
+PARTITION_MONTHS_AHEAD = 3  # every `db migrate` also creates the month partitions ahead (migration 0021)
 
 _BOOTSTRAP = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -139,6 +140,10 @@ def migrate(dsn: str) -> list[Migration]:
                 log.warning("dropped %s: created in the schema by a token role", item)
             for item in scalar(conn, "SELECT mm_qualify_builtins()", what="mm_qualify_builtins") or []:
                 log.info("qualified the built-in calls of %s", item)
+        if scalar(conn, "SELECT to_regprocedure('mm_ensure_partitions(integer)') IS NOT NULL", what="to_regprocedure"):
+            for item in scalar(conn, "SELECT mm_ensure_partitions(%(n)s::integer)", {"n": PARTITION_MONTHS_AHEAD},
+                               what="mm_ensure_partitions") or []:
+                log.info("created partition %s", item)
     return applied_now
 
 

@@ -47,14 +47,16 @@ def fill(dsn: str, session_id: str, project: str, start: int, count: int) -> Non
     """Messages straight into the table (COPY): the bench measures export, not append."""
     now = datetime.now(UTC)
     with psycopg.connect(dsn) as conn:
+        month = conn.execute("SELECT part_month FROM sessions WHERE session_id = %s",  # migration 0021
+                             (session_id,)).fetchone()[0]  # type: ignore[index]
         with conn.cursor() as cur, cur.copy("COPY messages (session_id, seq, project_id, append_id, role, payload, "
-                                            "payload_hash, created_at) FROM STDIN") as copy:
+                                            "payload_hash, created_at, part_month) FROM STDIN") as copy:
             for seq in range(start + 1, start + count + 1):
                 payload = {"schema_version": 1, "role": "user" if seq % 2 else "assistant",
                            "content": f"message {seq} of a long agent session: edited src/app.py, ran the tests "
                                       f"and looked at the failure in test_{seq % 97}", "metadata": {"model": "m"}}
                 copy.write_row((session_id, seq, project, f"b-{seq}", payload["role"], Jsonb(payload),
-                                payload_digest(payload), now))
+                                payload_digest(payload), now, month))
         conn.execute("UPDATE sessions SET last_seq = %s WHERE session_id = %s", (start + count, session_id))
 
 

@@ -79,8 +79,10 @@ def generate(conn, *, messages: int, projects: int, seed: int = 1) -> None:
                 sessions[i] = (sid_fmt, project)
                 copy.write_row((sid_fmt, project, rng.choice(["claude-code", "opencode", "codex"]), f"session {i}",
                                 min(per_session, messages - i * per_session)))
-        with cur.copy("COPY messages (session_id, seq, project_id, append_id, role, payload, payload_hash, created_at) "
-                      "FROM STDIN") as mcopy:
+        # every session started now: one month partition (migration 0021) holds all the rows
+        month = conn.execute("SELECT part_month FROM sessions LIMIT 1").fetchone()[0]
+        with cur.copy("COPY messages (session_id, seq, project_id, append_id, role, payload, payload_hash, created_at, "
+                      "part_month) FROM STDIN") as mcopy:
             rows = []
             for n in range(messages):
                 sid, project = sessions[n // per_session]
@@ -88,14 +90,15 @@ def generate(conn, *, messages: int, projects: int, seed: int = 1) -> None:
                 payload = {"role": "user" if seq % 2 else "assistant", "content": sentence(rng)}
                 created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(base + n * 30))
                 mcopy.write_row((sid, seq, project, f"a{n}", payload["role"], Jsonb(payload),
-                                 hashlib.sha256(json.dumps(payload).encode()).digest(), created))
+                                 hashlib.sha256(json.dumps(payload).encode()).digest(), created, month))
                 doc = index_message(payload)
                 shard = zlib.crc32(sid.encode()) % SHARDS
                 df.update((project, term, shard) for term in doc.terms)
                 docs[(project, shard)] += 1
                 lengths[(project, shard)] += doc.length
-                rows.append((sid, seq, project, payload["role"], created, doc.length, doc.tsv))
-        with cur.copy("COPY message_search (session_id, seq, project_id, role, created_at, doc_len, tsv) FROM STDIN") as scopy:
+                rows.append((sid, seq, project, payload["role"], created, doc.length, doc.tsv, month))
+        with cur.copy("COPY message_search (session_id, seq, project_id, role, created_at, doc_len, tsv, part_month) "
+                      "FROM STDIN") as scopy:
             for row in rows:
                 scopy.write_row(row)
         with cur.copy("COPY search_term_stats (project_id, term, shard, df) FROM STDIN") as tcopy:

@@ -225,8 +225,9 @@ def test_same_append_id_racing_with_an_open_transaction_is_a_duplicate(service: 
     with psycopg.connect(settings.dsn) as holder:
         holder.execute("SELECT 1 FROM sessions WHERE session_id = %s FOR UPDATE", (sid,))
         holder.execute(
-            "INSERT INTO messages (session_id, seq, project_id, append_id, role, payload, payload_hash, created_at)"
-            " VALUES (%s, 1, 'proj', 'race', 'user', %s, %s, now())", (sid, Jsonb(payload), payload_digest(payload)))
+            "INSERT INTO messages (session_id, seq, project_id, append_id, role, payload, payload_hash, created_at,"
+            " part_month) SELECT %s, 1, 'proj', 'race', 'user', %s, %s, now(), part_month FROM sessions"
+            " WHERE session_id = %s", (sid, Jsonb(payload), payload_digest(payload), sid))
         holder.execute("UPDATE sessions SET last_seq = 1 WHERE session_id = %s", (sid,))
         results: list = []
         waiter = threading.Thread(target=lambda: results.append(service.append_message(sid, message)))

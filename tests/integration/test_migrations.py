@@ -12,9 +12,9 @@ from mcp_memory.store import migrate
 
 EXPECTED_COLUMNS = {
     "sessions": {"session_id", "project_id", "agent_source", "title", "meta", "last_seq", "parent_session_id",
-                 "fork_seq", "parent_snapshot_id", "created_by", "created_at", "updated_at"},
+                 "fork_seq", "parent_snapshot_id", "created_by", "created_at", "updated_at", "part_month"},
     "messages": {"session_id", "seq", "project_id", "append_id", "role", "payload", "payload_hash", "created_at",
-                 "received_at", "written_by"},
+                 "received_at", "written_by", "part_month"},
     "snapshots": {"snapshot_id", "session_id", "project_id", "up_to_seq", "commit_msg", "meta", "created_by",
                   "created_at"},
     "export_jobs": {"job_id", "snapshot_id", "session_id", "project_id", "status", "attempts", "last_error",
@@ -43,11 +43,11 @@ def test_migrate_empty_database_gives_expected_schema(empty_db: str) -> None:
                JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
                WHERE i.indrelid = 'messages'::regclass AND i.indisprimary"""
         ).fetchone()[0]
-        assert pk == ["session_id", "seq"]
+        assert pk == ["session_id", "seq", "part_month"]  # the partition key last (migration 0021)
         uniques = conn.execute(
             "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'messages'::regclass AND contype = 'u'"
         ).fetchall()
-        assert ("UNIQUE (session_id, append_id)",) in uniques
+        assert ("UNIQUE (session_id, append_id, part_month)",) in uniques
         checks = " ".join(r[0] for r in conn.execute(
             "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'messages'::regclass AND contype = 'c'"
         ))

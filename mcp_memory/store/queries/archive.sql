@@ -108,7 +108,8 @@ VALUES (%(session_id)s, %(project_id)s, %(agent_source)s, %(title)s, %(meta)s, 0
 ON CONFLICT (session_id) DO NOTHING;
 
 -- name: restore_temp_messages
-CREATE TEMP TABLE restore_messages (LIKE messages INCLUDING DEFAULTS) ON COMMIT DROP;
+CREATE TEMP TABLE restore_messages ON COMMIT DROP AS
+SELECT session_id, seq, project_id, append_id, role, payload, payload_hash, created_at FROM messages WITH NO DATA;
 
 -- name: restore_clear_temp
 TRUNCATE restore_messages;
@@ -118,8 +119,10 @@ COPY restore_messages (session_id, seq, project_id, append_id, role, payload, pa
 FROM STDIN;
 
 -- name: restore_insert_messages
-INSERT INTO messages (session_id, seq, project_id, append_id, role, payload, payload_hash, created_at)
-SELECT session_id, seq, project_id, append_id, role, payload, payload_hash, created_at FROM restore_messages
+-- part_month: the month of the restored session row (migration 0021)
+INSERT INTO messages (session_id, seq, project_id, append_id, role, payload, payload_hash, created_at, part_month)
+SELECT r.session_id, r.seq, r.project_id, r.append_id, r.role, r.payload, r.payload_hash, r.created_at, s.part_month
+FROM restore_messages r JOIN sessions s ON s.session_id = r.session_id
 ON CONFLICT DO NOTHING;
 
 -- name: restore_insert_snapshot

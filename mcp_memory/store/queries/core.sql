@@ -11,9 +11,12 @@ SELECT * FROM sessions WHERE session_id = %(session_id)s;
 -- the batch that are already stored (one round trip). Rows committed by the transaction we waited
 -- for are not in this statement's snapshot: the insert then hits UNIQUE (session_id, append_id)
 -- and the core runs the append once more.
-SELECT s.project_id, s.last_seq, now(), m.append_id, m.seq, m.payload_hash
+-- part_month: the session's month (migration 0021), on each new row; retired: its month has left.
+SELECT s.project_id, s.last_seq, now(), m.append_id, m.seq, m.payload_hash, s.part_month,
+       EXISTS (SELECT 1 FROM retired_months r WHERE r.part_month = s.part_month) AS retired
 FROM sessions s
-LEFT JOIN messages m ON m.session_id = s.session_id AND m.append_id = ANY(%(append_ids)b::text[])
+LEFT JOIN messages m ON m.session_id = s.session_id AND m.part_month = s.part_month
+                    AND m.append_id = ANY(%(append_ids)b::text[])
 WHERE s.session_id = %(session_id)s
 FOR UPDATE OF s;
 
@@ -27,7 +30,7 @@ SELECT seq, duplicate FROM mm_append(%(session_id)s, %(append_ids)b::text[], %(r
 
 -- name: messages_copy
 -- Big batches of an owner (the embedded default), where row-level security does not apply.
-COPY messages (session_id, seq, project_id, append_id, role, payload, payload_hash, created_at)
+COPY messages (session_id, seq, project_id, append_id, role, payload, payload_hash, created_at, part_month)
 FROM STDIN (FORMAT BINARY);
 
 -- name: session_set_last_seq
@@ -40,19 +43,23 @@ UPDATE sessions SET last_seq = %(last_seq)s, updated_at = now() WHERE session_id
 
 -- name: session_lineage
 -- The session and its ancestors, each with the seq range of its own messages that belong to the
--- history of the requested session: (fork_seq, upper].
+-- history of the requested session: (fork_seq, upper]; with the month partition that holds them
+-- (migration 0021) and whether that month has retired from the hot tables.
 WITH RECURSIVE chain AS (
-    SELECT session_id, parent_session_id, fork_seq, NULL::bigint AS upper, 0 AS depth
+    SELECT session_id, parent_session_id, fork_seq, NULL::bigint AS upper, 0 AS depth, part_month
     FROM sessions WHERE session_id = %(session_id)s
     UNION ALL
-    SELECT p.session_id, p.parent_session_id, p.fork_seq, c.fork_seq, c.depth + 1
+    SELECT p.session_id, p.parent_session_id, p.fork_seq, c.fork_seq, c.depth + 1, p.part_month
     FROM sessions p JOIN chain c ON p.session_id = c.parent_session_id
 )
-SELECT session_id, coalesce(fork_seq, 0) AS lower, upper FROM chain ORDER BY depth;
+SELECT session_id, coalesce(fork_seq, 0) AS lower, upper, part_month,
+       EXISTS (SELECT 1 FROM retired_months r WHERE r.part_month = chain.part_month) AS retired
+FROM chain ORDER BY depth;
 
 -- name: messages_read_range
+-- part_month: only the session's own partition is read (migration 0021)
 SELECT session_id, seq, append_id, role, payload, created_at FROM messages
-WHERE session_id = %(session_id)s AND seq > %(after_seq)s AND seq <= %(upper)s
+WHERE session_id = %(session_id)s AND part_month = %(part_month)s AND seq > %(after_seq)s AND seq <= %(upper)s
 ORDER BY seq LIMIT %(limit)s;
 
 -- name: snapshot_insert

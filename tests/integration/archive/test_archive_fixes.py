@@ -38,8 +38,10 @@ def bulk_messages(dsn: str, session_id: str, count: int) -> None:
     """Many rows at once, through the database's own payload hash (as the write functions store them)."""
     with psycopg.connect(dsn) as conn:
         conn.execute("""
-            INSERT INTO messages (session_id, seq, project_id, append_id, role, payload, payload_hash, created_at)
-            SELECT s.session_id, g, s.project_id, 'bulk-' || g, 'user', p.payload, mm_payload_hash(p.payload), now()
+            INSERT INTO messages (session_id, seq, project_id, append_id, role, payload, payload_hash, created_at,
+                                  part_month)
+            SELECT s.session_id, g, s.project_id, 'bulk-' || g, 'user', p.payload, mm_payload_hash(p.payload), now(),
+                   s.part_month
             FROM sessions s, generate_series(1, %(n)s) AS g,
                  LATERAL (SELECT jsonb_build_object('role', 'user', 'content',
                                                     'message ' || g || ' ' || repeat('x', 200)) AS payload) p
