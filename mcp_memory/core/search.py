@@ -115,16 +115,21 @@ class Lexical:
     scores: dict[ranking.Key, float]
     confidence: float
     own: dict[ranking.Key, float] = field(default_factory=dict)  # before neighbour credit: the word hits
+    hop: dict[ranking.Key, float] = field(default_factory=dict)  # found by the second hop (core/second_hop.py)
 
 
 def fts_scores(store: SearchStore, parsed: ParsedQuery, scope: Scope) -> Lexical:
     """BM25 with neighbour credit, before the role filter and the required phrases. With
-    BRIDGE_WEIGHT, the names the best turns mention join the query (`bridged`)."""
+    BRIDGE_WEIGHT, the names the best turns mention join the query (`bridged`); the turns naming
+    the rare names of any strong hit are interleaved (core/second_hop.py, kept apart in `hop`)."""
     own, confidence = lexical_own(store, parsed, scope)
     lexical = bridged(store, parsed, scope, Lexical(ranking.with_neighbours(own), confidence, own),
                       ranking.top_keys(own, BRIDGE_POOL))
-    hopped = second_hop.second_hop(store, parsed, scope, lexical.own, lexical_own)
-    return lexical if hopped is lexical.own else Lexical(ranking.with_neighbours(hopped), confidence, hopped)
+    hop = second_hop.second_hop(store, parsed, scope, lexical.own, lexical_own)
+    if not hop:
+        return lexical
+    own = second_hop.interleave(lexical.own, hop)
+    return Lexical(ranking.with_neighbours(own), confidence, own, hop)
 
 
 def bridged(store: SearchStore, parsed: ParsedQuery, scope: Scope, lexical: Lexical,

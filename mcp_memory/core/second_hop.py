@@ -6,7 +6,7 @@ The first pass's strong word hits (`seeds`: the turns scoring at least SEED_SHAR
 at most SEED_TURNS) are read for names they mention and the question lacks (`names_in` of
 core/search.py). Only rare names bridge (in at most NAME_MAX_DF turns of the project): a name
 said everywhere (a weekday, the team's database) points nowhere in particular. The names alone
-are then searched, and the result is interleaved with the first pass (`interleave`): the r-th
+are then searched, and the result is interleaved with the first pass's ranking (`interleave`): the r-th
 turn naming them gets HOP_SHARE × the first pass's r-th score, so the first pass's best turn stays
 first while the turns found through the bridge land among the best few. The second search costs
 one more BM25 query, and runs only when a rare name was found."""
@@ -35,16 +35,17 @@ Lexical = Callable[[SearchStore, ParsedQuery, Scope], tuple[Scores, float]]
 
 
 def second_hop(store: SearchStore, parsed: ParsedQuery, scope: Scope, own: Scores, lexical: Lexical) -> Scores:
-    """The first pass's own word scores with the turns found through rare names interleaved (or
-    `own` itself when no rare name bridges); `lexical` is the first pass's search (own BM25 scores
-    and their confidence, core/search.py `lexical_own`)."""
+    """The turns found through the rare names of the first pass's strong hits (`own`: their own
+    word scores), by their own score for the names alone; empty when no rare name bridges.
+    `lexical` is the first pass's search (own BM25 scores and their confidence, core/search.py
+    `lexical_own`). The caller interleaves them with its ranking (`interleave`)."""
     if HOP_SHARE <= 0 or not own:
-        return own
+        return {}
     names = bridge_names(store, scope, parsed, seeds(own))
     if not names:
-        return own
-    by_name, _ = lexical(store, ParsedQuery(terms=dict.fromkeys(names, 1.0), text=" ".join(names)), scope)
-    return interleave(own, by_name, HOP_SHARE)
+        return {}
+    found, _ = lexical(store, ParsedQuery(terms=dict.fromkeys(names, 1.0), text=" ".join(names)), scope)
+    return found
 
 
 def seeds(own: dict[ranking.Key, float]) -> list[ranking.Key]:
@@ -68,10 +69,13 @@ def bridge_names(store: SearchStore, scope: Scope, parsed: ParsedQuery, keys: li
     return sorted(rare, key=lambda t: (stats.df[t], t))[:HOP_NAMES]
 
 
-def interleave(first: dict[ranking.Key, float], second: dict[ranking.Key, float],
-               share: float) -> dict[ranking.Key, float]:
+def interleave(first: Scores, second: Scores, share: float = HOP_SHARE) -> Scores:
     """Rank fusion on the first pass's scale: the r-th key of `second` scores `share` × the r-th
-    score of `first` (the last one past its end), and keeps the higher of that and its own."""
+    score of `first` (the last one past its end), and keeps the higher of that and its own. Full
+    text interleaves on BM25, hybrid on its fused scores (core/hybrid.py): the vector side must
+    not push the bridged turns back below turns that are merely about the question's topic."""
+    if not second or not first or share <= 0:
+        return first
     scale = sorted(first.values(), reverse=True)
     fused = dict(first)
     for rank, key in enumerate(ranking.top_keys(second, len(second))):

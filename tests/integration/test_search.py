@@ -244,3 +244,25 @@ def test_a_rare_name_in_any_strong_hit_leads_a_second_hop_to_the_turn_that_answe
     monkeypatch.setattr(second_hop, "HOP_SHARE", 0.0)
     assert (later, 2) not in keys(service.search_messages(question, project_id="ops", mode="fts", limit=5))
 
+
+
+def test_the_second_hop_crosses_languages_through_a_latin_name(service, monkeypatch) -> None:
+    """A Chinese question, the name given in a Chinese turn, the answer written in English: the Latin
+    name inside the Chinese text is the bridge (no vectors needed)."""
+    from mcp_memory.core import second_hop
+
+    chatter, later = _session(service, project="ops"), _session(service, project="ops")
+    service.append_messages(chatter, [
+        {"role": "user", "content": "发票服务的测试在我本地是通过的。"},
+        {"role": "user", "content": "这周谁来评审发票服务的改动？"},
+        {"role": "user", "content": "发票服务的监控面板需要加一个延迟图。"},
+        {"role": "user", "content": "新的发票服务以后就叫 Ledgerly，用来替换原来的 cron 脚本，每晚在账单主机上运行。"},
+    ])
+    service.append_messages(later, [
+        {"role": "user", "content": "The weather turned cold again."},
+        {"role": "user", "content": "Ledgerly times out on every PDF export above 40 pages."},
+    ])
+    question = "发票服务出了什么问题？"
+    assert (later, 2) in keys(service.search_messages(question, project_id="ops", mode="fts", limit=5))
+    monkeypatch.setattr(second_hop, "HOP_SHARE", 0.0)
+    assert (later, 2) not in keys(service.search_messages(question, project_id="ops", mode="fts", limit=5))
