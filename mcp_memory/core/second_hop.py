@@ -4,12 +4,13 @@ later "Ledgerly times out on PDF export"), so the question's words never reach i
 
 The first pass's strong word hits (`seeds`: the turns scoring at least SEED_SHARE of the best,
 at most SEED_TURNS) are read for names they mention and the question lacks (`names_in` of
-core/search.py). Only rare names bridge (in at most NAME_MAX_DF turns of the project): a name
+search/names.py). Only rare names bridge (in at most NAME_MAX_DF turns of the project): a name
 said everywhere (a weekday, the team's database) points nowhere in particular. The names alone
 are then searched, and the result is interleaved with the first pass's ranking (`interleave`): the r-th
 turn naming them gets HOP_SHARE × the first pass's r-th score, so the first pass's best turn stays
-first while the turns found through the bridge land among the best few. The second search costs
-one more BM25 query, and runs only when a rare name was found."""
+first while the turns found through the bridge land among the best few. Reading the seeds costs
+one fetch of their texts per query; the second search, one more BM25 query, runs only when a rare
+name was found."""
 
 from __future__ import annotations
 
@@ -69,11 +70,12 @@ def bridge_names(store: SearchStore, scope: Scope, parsed: ParsedQuery, keys: li
     return sorted(rare, key=lambda t: (stats.df[t], t))[:HOP_NAMES]
 
 
-def interleave(first: Scores, second: Scores, share: float = HOP_SHARE) -> Scores:
+def interleave(first: Scores, second: Scores, share: float | None = None) -> Scores:
     """Rank fusion on the first pass's scale: the r-th key of `second` scores `share` × the r-th
     score of `first` (the last one past its end), and keeps the higher of that and its own. Full
     text interleaves on BM25, hybrid on its fused scores (core/hybrid.py): the vector side must
     not push the bridged turns back below turns that are merely about the question's topic."""
+    share = HOP_SHARE if share is None else share
     if not second or not first or share <= 0:
         return first
     scale = sorted(first.values(), reverse=True)
