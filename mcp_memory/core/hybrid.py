@@ -25,7 +25,7 @@ from ..search.query import parse
 from ..store.db import Database
 from ..store.embedding_store import EmbeddingStore, Nearest
 from ..store.search_store import Scope, SearchStore
-from . import temporal
+from . import second_hop, temporal
 from .search import (
     Hits,
     Lexical,
@@ -86,6 +86,8 @@ def search(
         weight = vector_weight(text, getattr(embedder, "scripts", None), lexical.confidence)
         hits = Hits(words=lexical.own, meaning=vector_hits(plan.mode, near))
         scores = combine(plan.mode, lexical.scores, near, weight)
+        if plan.mode == "hybrid":  # full text's scores hold the second hop already (core/second_hop.py)
+            scores = second_hop.interleave(scores, lexical.hop)
         when = Timed(EmbeddingStore(conn), store, scope, plan.mode, embedder if vector is not None else None)
         found = when.second_stage(text, check_time(now, "now") or datetime.now(UTC), vector, hits)
         if found is not None:

@@ -13,6 +13,7 @@ from ..memory_results import MatchReason, MessageMatch
 from ..operations import MAX_MATCHES, MAX_QUERY_CHARS
 from ..schema import ROLES, format_time
 from ..search import dates, ranking
+from ..search.names import names_in
 from ..search.query import ParsedQuery, match_tsquery, phrase_tsquery
 from ..search.snippet import snippet
 from ..search.text import payload_text
@@ -21,7 +22,7 @@ from ..search.when import Window
 from ..store.core_store import Store
 from ..store.db import Database
 from ..store.search_store import Scope, SearchStore
-from . import temporal
+from . import second_hop, temporal
 from .indexer import Indexer
 from .temporal import merge
 
@@ -33,8 +34,6 @@ BRIDGE_WEIGHT = 0.3  # a bridged name against a query word ("join"), the best br
 BRIDGE_TURNS = 2
 BRIDGE_POOL = 2  # the first stage's best turns searched for the BRIDGE_TURNS that name someone
 BRIDGE_MODE = "join"  # or "fuse" (`bridged`); constants chosen on the tuning parts
-# a capital after a word or comma (not after . ! ?), or right after a CJK character (Latin names in Chinese text)
-_NAME = re.compile(r"(?:(?<=[\w,;:)'’-]\s)|(?<=[\u3400-\u9fff，、：])\s?)([A-Z][a-z]{2,})\b")
 _RELATIVE = re.compile(r"^\s*(\d+)\s*([mhdw])\s*$")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
@@ -116,14 +115,21 @@ class Lexical:
     scores: dict[ranking.Key, float]
     confidence: float
     own: dict[ranking.Key, float] = field(default_factory=dict)  # before neighbour credit: the word hits
+    hop: dict[ranking.Key, float] = field(default_factory=dict)  # found by the second hop (core/second_hop.py)
 
 
 def fts_scores(store: SearchStore, parsed: ParsedQuery, scope: Scope) -> Lexical:
     """BM25 with neighbour credit, before the role filter and the required phrases. With
-    BRIDGE_WEIGHT, the names the best turns mention join the query (`bridged`)."""
+    BRIDGE_WEIGHT, the names the best turns mention join the query (`bridged`); the turns naming
+    the rare names of any strong hit are interleaved (core/second_hop.py, kept apart in `hop`)."""
     own, confidence = lexical_own(store, parsed, scope)
-    lexical = Lexical(ranking.with_neighbours(own), confidence, own)
-    return bridged(store, parsed, scope, lexical, ranking.top_keys(own, BRIDGE_POOL))
+    lexical = bridged(store, parsed, scope, Lexical(ranking.with_neighbours(own), confidence, own),
+                      ranking.top_keys(own, BRIDGE_POOL))
+    hop = second_hop.second_hop(store, parsed, scope, lexical.own, lexical_own)
+    if not hop:
+        return lexical
+    own = second_hop.interleave(lexical.own, hop)
+    return Lexical(ranking.with_neighbours(own), confidence, own, hop)
 
 
 def bridged(store: SearchStore, parsed: ParsedQuery, scope: Scope, lexical: Lexical,
@@ -185,13 +191,6 @@ def bridge_terms(store: SearchStore, scope: Scope, parsed: ParsedQuery, keys: li
                 if term not in parsed.terms:
                     found[term] = BRIDGE_WEIGHT
     return found
-
-
-def names_in(text: str) -> list[str]:
-    """Capitalised Latin words that do not start a sentence: names, in English and most Latin
-    scripts, and Latin names written inside Chinese text ("新的发票服务就叫 Ledgerly"); Chinese names
-    have no such mark and are not bridged."""
-    return [m.group(1) for m in _NAME.finditer(text)]
 
 
 @dataclass(frozen=True)

@@ -191,7 +191,7 @@ def test_dates_rank_and_show(service) -> None:
 def test_names_in_the_best_turns_bridge_to_the_turn_that_answers(service, monkeypatch) -> None:
     """Multi-hop: the question names the storyline, the answering turn only the name an earlier
     turn introduced. With the bridge the answering turn is found; without it, nothing leads to it."""
-    from mcp_memory.core import search
+    from mcp_memory.core import search, second_hop
 
     first, later = _session(service, project="home"), _session(service, project="home")
     service.append_messages(first, [
@@ -204,6 +204,8 @@ def test_names_in_the_best_turns_bridge_to_the_turn_that_answers(service, monkey
     ])
     question = "What trouble did the shelter beagle cause?"
     assert (later, 2) in keys(service.search_messages(question, project_id="home", mode="fts"))
+    monkeypatch.setattr(second_hop, "HOP_SHARE", 0.0)  # the second hop alone would find it as well
+    assert (later, 2) in keys(service.search_messages(question, project_id="home", mode="fts"))
     monkeypatch.setattr(search, "BRIDGE_WEIGHT", 0.0)
     assert (later, 2) not in keys(service.search_messages(question, project_id="home", mode="fts"))
 
@@ -213,3 +215,54 @@ def test_names_are_capitalised_words_inside_a_sentence() -> None:
 
     text = "Big news: we named him Biscuit. Then Tom, Maya and Mary Jane came. Pepper ate it. 我们叫它豆包"
     assert names_in(text) == ["Biscuit", "Tom", "Maya", "Mary", "Jane"]
+
+
+def test_a_rare_name_in_any_strong_hit_leads_a_second_hop_to_the_turn_that_answers(service, monkeypatch) -> None:
+    """Multi-hop where the turn giving the name is not among the best two word hits (the component
+    is named in much shorter chatter): the second hop reads every strong hit for rare names, searches
+    them, and interleaves what it finds; without it the answering turn is not found at all."""
+    from mcp_memory.core import second_hop
+
+    chatter, later = _session(service, project="ops"), _session(service, project="ops")
+    service.append_messages(chatter, [
+        {"role": "user", "content": "The tests for the invoice service pass."},
+        {"role": "user", "content": "Who reviews the invoice service changes?"},
+        {"role": "user", "content": "The invoice service dashboard needs a latency panel."},
+        {"role": "user", "content": "Let's call the new invoice service Ledgerly from now on, it replaces the old cron "
+                                    "script that ran every night on the billing host."},
+        {"role": "user", "content": "Sessions and backups are on the agenda for Thursday."},
+        {"role": "user", "content": "Thursday we also look at the invoice service runbook."},
+    ])
+    service.append_messages(later, [
+        {"role": "user", "content": "The weather turned cold again."},
+        {"role": "user", "content": "Ledgerly times out on every PDF export above 40 pages."},
+    ])
+    question = "What problem did the invoice service have?"
+    found = service.search_messages(question, project_id="ops", mode="fts", limit=5)
+    assert (later, 2) in keys(found)
+    assert next(m for m in found.matches if (m.session_id, m.seq) == (later, 2)).why == "names"
+    monkeypatch.setattr(second_hop, "HOP_SHARE", 0.0)
+    assert (later, 2) not in keys(service.search_messages(question, project_id="ops", mode="fts", limit=5))
+
+
+
+def test_the_second_hop_crosses_languages_through_a_latin_name(service, monkeypatch) -> None:
+    """A Chinese question, the name given in a Chinese turn, the answer written in English: the Latin
+    name inside the Chinese text is the bridge (no vectors needed)."""
+    from mcp_memory.core import second_hop
+
+    chatter, later = _session(service, project="ops"), _session(service, project="ops")
+    service.append_messages(chatter, [
+        {"role": "user", "content": "发票服务的测试在我本地是通过的。"},
+        {"role": "user", "content": "这周谁来评审发票服务的改动？"},
+        {"role": "user", "content": "发票服务的监控面板需要加一个延迟图。"},
+        {"role": "user", "content": "新的发票服务以后就叫 Ledgerly，用来替换原来的 cron 脚本，每晚在账单主机上运行。"},
+    ])
+    service.append_messages(later, [
+        {"role": "user", "content": "The weather turned cold again."},
+        {"role": "user", "content": "Ledgerly times out on every PDF export above 40 pages."},
+    ])
+    question = "发票服务出了什么问题？"
+    assert (later, 2) in keys(service.search_messages(question, project_id="ops", mode="fts", limit=5))
+    monkeypatch.setattr(second_hop, "HOP_SHARE", 0.0)
+    assert (later, 2) not in keys(service.search_messages(question, project_id="ops", mode="fts", limit=5))

