@@ -30,6 +30,7 @@ REFERENCE = frozenset({
     "notify_key",  # the append trigger computes the LISTEN channel key on the worker that stores the row
     "agents", "embedding_models", "synonyms",
     "search_doc_stats", "search_term_stats",  # per-project ranking statistics joined by every search
+    "retired_months",  # every append and read asks whether its session's month has left the hot tables
 })
 COORDINATOR = frozenset({
     "export_jobs", "archive_leader", "archive_nodes",  # the archiver's queue and lease: one writer
