@@ -1832,6 +1832,8 @@ CREATE INDEX export_jobs_pending ON public.export_jobs USING btree (run_after, j
 
 CREATE INDEX message_embeddings_model_project ON public.message_embeddings USING btree (model, project_id);
 
+CREATE INDEX message_search_created ON public.message_search USING btree (created_at DESC);
+
 CREATE INDEX message_search_project_created ON public.message_search USING btree (project_id, created_at DESC);
 
 CREATE INDEX message_search_tsv ON public.message_search USING gin (tsv);
