@@ -24,10 +24,11 @@ from .sql import Statements, first_row, q, scalar
 
 SHARDS = 8
 # A query whose terms match more rows than NEWEST_ABOVE in its scope (the BM25 statistics say how
-# many) ranks only its NEWEST_CUT newest matches: ranking every row holding a common word grows with
+# many) takes its newest matches as candidates: ranking every row holding a common word grows with
 # the corpus (README, "Growth"). Below it, every match is ranked, as the relevance tuning assumes.
 NEWEST_ABOVE = 2_000
-NEWEST_CUT = 600
+_BY_RANK = sql.SQL("ts_rank(m.tsv, %(match)s::tsquery) DESC, m.created_at DESC, m.session_id, m.seq")
+_NEWEST = sql.SQL("m.created_at DESC")
 _SEGMENT = ("EXISTS (SELECT 1 FROM unnest(%(seg_sessions)s::text[], %(seg_lower)s::bigint[], %(seg_upper)s::bigint[])"
             " AS g(sid, lo, hi) WHERE g.sid = {t}.session_id AND {t}.seq > g.lo AND {t}.seq <= g.hi)")
 
@@ -189,13 +190,12 @@ class SearchStore(Statements):
         expected: int | None = None,
     ) -> list[Candidate]:
         """`expected`: how many rows the match holds in the scope by the statistics (the sum of the
-        matching terms' document frequencies); above NEWEST_ABOVE only the NEWEST_CUT newest are ranked."""
+        matching terms' document frequencies); above NEWEST_ABOVE the `pool` newest are the candidates."""
         terms = sorted(weights)
         newest = expected is not None and expected > NEWEST_ABOVE
-        cut = sql.SQL("ORDER BY m.created_at DESC LIMIT %(cut)s") if newest else sql.SQL("")
         params = {**scope.params(), "match": match, "terms": terms, "weights": [weights[t] for t in terms],
-                  "avg_len": avg_len, "k1": k1, "b": b, "pool": pool, "cut": NEWEST_CUT}
-        query = composed("search_candidates", scope=scope.candidate_filters(), cut=cut)
+                  "avg_len": avg_len, "k1": k1, "b": b, "pool": pool}
+        query = composed("search_candidates", scope=scope.candidate_filters(), order=_NEWEST if newest else _BY_RANK)
         return [Candidate(r["session_id"], r["seq"], r["created_at"], float(r["score"]))
                 for r in self._rows(query, params)]
 

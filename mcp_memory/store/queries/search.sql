@@ -18,24 +18,24 @@ FROM search_doc_stats WHERE {project};
 
 -- name: search_candidates
 -- Stage 1 picks at most %(pool)s candidates with the GIN index and the filters (slot scope, composed
--- per call in search_store.py); stage 2 scores them by BM25 over the query's terms (weights = query
--- weight × idf, computed by the core). slot cut: empty, or, when the statistics say the terms match
--- more rows than a cut (a common word), `ORDER BY created_at DESC LIMIT %(cut)s`: only the newest
--- matches are ranked, so that the cost follows the answer and not the corpus (README, "Growth").
-WITH matched AS (
+-- per call in search_store.py): the best by ts_rank, or, when the statistics say the terms match
+-- more rows than search_store.NEWEST_ABOVE (a common word), the newest matches (slot order), read
+-- newest first from a created_at index, so that the cost follows the answer and not the corpus
+-- (README, "Growth"). Stage 2 scores them by BM25 over the query's terms (weights = query weight ×
+-- idf, computed by the core); setweight + ts_filter keep only the query's lexemes of each vector
+-- before it is unnested (the same term frequencies, without unnesting every lexeme of a long turn).
+WITH candidates AS (
     SELECT m.session_id, m.seq, m.created_at, m.doc_len, m.tsv
     FROM message_search m
     WHERE m.tsv @@ %(match)s::tsquery AND {scope}
-    {cut}
-), candidates AS (
-    SELECT session_id, seq, created_at, doc_len, tsv FROM matched
-    ORDER BY ts_rank(tsv, %(match)s::tsquery) DESC, created_at DESC, session_id, seq
+    ORDER BY {order}
     LIMIT %(pool)s
 )
 SELECT c.session_id, c.seq, c.created_at,
        (SELECT coalesce(sum(w.weight * x.tf * (%(k1)s::float8 + 1)
                             / (x.tf + %(k1)s::float8 * (1 - %(b)s::float8 + %(b)s::float8 * c.doc_len / %(avg_len)s::float8))), 0)
-        FROM (SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf FROM unnest(c.tsv) AS u) AS x
+        FROM (SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf
+              FROM unnest(ts_filter(setweight(c.tsv, 'A', %(terms)b::text[]), '{{a}}')) AS u) AS x
         JOIN unnest(%(terms)b::text[], %(weights)s::float8[]) AS w(term, weight) ON w.term = x.lexeme) AS score
 FROM candidates c;
 
