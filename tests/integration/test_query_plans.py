@@ -26,6 +26,7 @@ import pytest
 from psycopg import sql
 
 from mcp_memory.store.core_store import Store
+from mcp_memory.store.embedding_store import EmbeddingStore
 from mcp_memory.store.memory_store import MemoryStore
 from mcp_memory.store.search_store import NEWEST_ABOVE, Scope, SearchStore
 from mcp_memory.store.ui_store import SessionFilter, UiStore
@@ -133,7 +134,14 @@ def explain_recorded(conn: psycopg.Connection, run: Any) -> list[dict[str, Any]]
     run(conn)
     conn.rollback()
     log, Recording.log = Recording.log, []
-    return [generic_plan(conn, query, params) for query, params in log]
+    return [generic_plan(conn, query, params) for query, params in log if is_query(conn, query)]
+
+
+def is_query(conn: psycopg.Connection, query: Any) -> bool:
+    """A SELECT (or WITH … SELECT), not a SET the store runs before it."""
+    text = query if isinstance(query, str) else query.as_string(conn)
+    code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--")).lstrip().upper()
+    return code.startswith(("SELECT", "WITH"))
 
 
 SCOPE_FILTERS: dict[str, tuple[Any, str, str]] = {  # Scope field → (value, column as the plan prints it, operator)
@@ -256,3 +264,16 @@ def test_a_catch_all_is_caught(recorded) -> None:
                         {"p": "plans"})
     with pytest.raises(AssertionError):
         check_plan(plan, {"project_id": "="})
+
+
+@pytest.mark.parametrize("chosen", [(), *((name,) for name in SCOPE_FILTERS), tuple(SCOPE_FILTERS)])
+def test_semantic_nearest(recorded, chosen) -> None:
+    store = EmbeddingStore(recorded)
+    if not store.available():
+        pytest.skip("pgvector is not installed on this server")
+    store.register_model("plans-model", 3)
+    recorded.commit()
+    scope = Scope(**{name: SCOPE_FILTERS[name][0] for name in chosen})
+    plans = explain_recorded(recorded, lambda conn: EmbeddingStore(conn).nearest(
+        scope=scope, model="plans-model", dim=3, query=[0.1, 0.2, 0.3], pool=10))
+    check_plan(plans[-1], {SCOPE_FILTERS[n][1]: SCOPE_FILTERS[n][2] for n in chosen})
