@@ -118,8 +118,9 @@ def test_archiver_install_sets_up_what_the_service_unit_expects(tmp_path: Path) 
     assert not (tmp_path / "data").exists()  # a dry run installs nothing
 
 
-# the database two releases behind this code: migrations 0019 and 0018 undone
-ROLLBACK = ("DROP SCHEMA mm_read CASCADE", "DROP FUNCTION mm_read_scope()", "DROP FUNCTION mm_read_caller()",
+# the database releases behind this code: migrations 0022, 0019 and 0018 undone
+ROLLBACK = ("DROP INDEX message_search_created", "DELETE FROM schema_migrations WHERE version = 22",
+            "DROP SCHEMA mm_read CASCADE", "DROP FUNCTION mm_read_scope()", "DROP FUNCTION mm_read_caller()",
             "DELETE FROM schema_migrations WHERE version = 19",
             "DROP FUNCTION mm_report_host(text, integer, timestamptz)", "DROP FUNCTION mm_host_metrics(float8)",
             "DROP TABLE host_reports", "DELETE FROM schema_migrations WHERE version = 18")
