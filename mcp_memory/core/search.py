@@ -161,13 +161,17 @@ def lexical_own(store: SearchStore, parsed: ParsedQuery, scope: Scope) -> tuple[
     """Each candidate turn's own BM25, and the confidence of `Lexical`."""
     stats = store.term_stats(scope.project_id, list(parsed.terms))
     weights = ranking.term_weights(parsed.terms, stats)
-    match = match_tsquery(parsed, ranking.matching_terms(weights, stats))
+    matching = ranking.matching_terms(weights, stats)
+    match = match_tsquery(parsed, matching)
     if match is None or not weights:
         return {}, 0.0
     # The role filter applies to results, not to candidates: an assistant turn is often found
-    # through the user turn before it (neighbour credit).
+    # through the user turn before it (neighbour credit). `expected`: at most this many rows match
+    # (the statistics), which lets the store rank only the newest of a common word's matches.
+    expected = sum(stats.df.get(term, 0) for term in matching) if matching else None
     candidates = store.candidates(scope=replace(scope, role=None), match=match, weights=weights,
-                                  avg_len=stats.avg_len, k1=ranking.K1, b=ranking.B, pool=ranking.POOL)
+                                  avg_len=stats.avg_len, k1=ranking.K1, b=ranking.B, pool=ranking.POOL,
+                                  expected=expected)
     own = {(c.session_id, c.seq): c.score for c in candidates if c.score > 0}
     full = ranking.full_match_score(parsed.terms, stats)
     confidence = min(1.0, max(own.values(), default=0.0) / full) if full > 0 else 0.0

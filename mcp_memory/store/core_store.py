@@ -16,6 +16,7 @@ from psycopg.types.json import Jsonb
 from ..errors import Retired
 from ..results import Session, Snapshot
 from ..schema import format_time
+from .filters import composed, conditions
 from .sql import Statements, first_row, q, scalar
 
 COPY_FROM = 64  # batches of at least this many messages are stored with COPY where it is allowed
@@ -134,7 +135,12 @@ class Store(Statements):
             "cursor_id": cursor[1] if cursor else None,
             "limit": limit,
         }
-        return [session_record(row) for row in self._all("session_list", params)]
+        query = composed("session_list", filters=conditions([
+            (project_id is not None, "project_id = %(project_id)s"),
+            (agent_source is not None, "agent_source = %(agent_source)s"),
+            (cursor is not None, "(created_at, session_id) < (%(cursor_at)s, %(cursor_id)s)"),
+        ]))
+        return [session_record(row) for row in self._rows(query, params)]
 
     def update_session_meta(
         self, session_id: str, *, set_: dict[str, Any], remove: list[str], columns: dict[str, Any]

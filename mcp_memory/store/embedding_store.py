@@ -11,6 +11,7 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
+from .filters import composed, conditions, project_only
 from .search_store import Scope
 from .sql import q
 
@@ -69,7 +70,8 @@ class EmbeddingStore:
         return int(self._all(q("embed_model_add"), {"model": model, "dim": dim})[0]["dim"])
 
     def pending_sessions(self, model: str, project_id: str | None, limit: int) -> list[PendingSession]:
-        rows = self._all(q("embed_pending_sessions"), {"model": model, "project_id": project_id, "limit": limit})
+        rows = self._all(composed("embed_pending_sessions", project=project_only("s.project_id", project_id)),
+                         {"model": model, "project_id": project_id, "limit": limit})
         return [PendingSession(r["session_id"], r["project_id"], r["last_seq"], r["done_seq"]) for r in rows]
 
     def session_messages(self, pending: PendingSession, limit: int) -> list[PendingMessage]:
@@ -87,15 +89,38 @@ class EmbeddingStore:
 
     def counts(self, model: str, project_id: str | None) -> tuple[int, int]:
         """(vectors stored, messages past the watermark) for the model."""
-        row = self._all(q("embed_counts"), {"model": model, "project_id": project_id})[0]
+        query = composed("embed_counts", project_e=project_only("e.project_id", project_id),
+                         project_s=project_only("s.project_id", project_id))
+        row = self._all(query, {"model": model, "project_id": project_id})[0]
         return int(row["vectors"]), int(row["pending"])
 
     def has_vectors(self, model: str, project_id: str | None) -> bool:
-        return bool(self._all(q("embed_any"), {"model": model, "project_id": project_id})[0]["present"])
+        query = composed("embed_any", project=project_only("e.project_id", project_id))
+        return bool(self._all(query, {"model": model, "project_id": project_id})[0]["present"])
 
     def nearest(self, *, scope: Scope, model: str, dim: int, query: Sequence[float], pool: int) -> list[Nearest]:
         self.conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(HNSW_EF_SEARCH)))
         self.conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        statement = sql.SQL(q("embed_nearest")).format(dim=sql.Literal(dim))
+        statement = composed("embed_nearest", dim=sql.Literal(dim), filters=nearest_filters(scope))
         params = {**scope.params(), "model": model, "query": vector_literal(query), "pool": pool}
         return [Nearest(r["session_id"], r["seq"], float(r["distance"])) for r in self._all(statement, params)]
+
+
+def nearest_filters(scope: Scope) -> sql.Composable:
+    """The filters of embed_nearest given by the scope: the project on the vectors, the others on
+    the message's search row (message_search `m`), only when one of them is given."""
+    on_message = conditions([
+        (scope.since is not None, "m.created_at >= %(since)s"),
+        (scope.until is not None, "m.created_at < %(until)s"),
+        (scope.agent_source is not None,
+         "m.session_id IN (SELECT session_id FROM sessions WHERE agent_source = %(agent_source)s)"),
+        (scope.segments is not None,
+         "EXISTS (SELECT 1 FROM unnest(%(seg_sessions)s::text[], %(seg_lower)s::bigint[], %(seg_upper)s::bigint[])"
+         " AS g(sid, lo, hi) WHERE g.sid = m.session_id AND m.seq > g.lo AND m.seq <= g.hi)"),
+    ])
+    message_given = any(v is not None for v in (scope.since, scope.until, scope.agent_source, scope.segments))
+    return conditions([
+        (scope.project_id is not None, "x.project_id = %(project_id)s"),
+        (message_given, sql.SQL("EXISTS (SELECT 1 FROM message_search m WHERE m.session_id = x.session_id"
+                                " AND m.seq = x.seq AND {})").format(on_message)),
+    ])

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from ..memory_results import Agent, ContextEntry, Decision
 from ..schema import format_time
+from .filters import composed, conditions
 from .sql import Statements
 
 
@@ -33,8 +35,9 @@ class MemoryStore(Statements):
         return int(row["version"])
 
     def search_decisions(self, params: dict[str, Any]) -> list[Decision]:
-        # unprepared: the optional filters must be planned with their actual values
-        return [decision_record(row) for row in self._all("decision_search", params, prepare=False)]
+        # unprepared: the keyword's plan depends on its words (GIN index or newest first)
+        query = composed("decision_search", filters=decision_filters(params))
+        return [decision_record(row) for row in self._rows(query, params, prepare=False)]
 
     # session context ----------------------------------------------------------------------------
     def set_context(self, session_id: str, key: str, value: Any) -> tuple[int, str] | None:
@@ -42,7 +45,8 @@ class MemoryStore(Statements):
         return (row["revision"], format_time(row["created_at"])) if row else None
 
     def current_context(self, session_id: str, key: str | None) -> list[ContextEntry]:
-        rows = self._all("context_current", {"session_id": session_id, "key": key})
+        query = composed("context_current", key=conditions([(key is not None, "key = %(key)s")]))
+        rows = self._rows(query, {"session_id": session_id, "key": key})
         return [context_record(row) for row in rows]
 
     def context_history(self, session_id: str, key: str) -> list[ContextEntry]:
@@ -57,6 +61,25 @@ class MemoryStore(Statements):
         row = self._one("agent_describe", {"name": name, "description": description})
         assert row is not None  # upsert … RETURNING
         return Agent(name=row["name"], description=row["description"], created_at=format_time(row["created_at"]))
+
+
+def decision_filters(params: dict[str, Any]) -> sql.Composable:
+    """The conditions of decision_search for the filters `params` gives (None: not given)."""
+    given = {name for name, value in params.items() if value is not None}
+    keyword = conditions([("match" in given, "d.tsv @@ %(match)s::tsquery"),
+                          ("like" in given, "d.summary ILIKE %(like)s ESCAPE '\\'"),
+                          ("like" in given, "d.rationale ILIKE %(like)s ESCAPE '\\'")], joiner=" OR ")
+    return conditions([
+        ("match" in given or "like" in given, keyword),
+        ("exclude" in given, "NOT d.tsv @@ %(exclude)s::tsquery"),
+        ("status" in given, "d.status = ANY(%(status)s::text[])"),
+        ("decision_type" in given, "d.decision_type = %(decision_type)s"),
+        ("project_id" in given, "d.project_id = %(project_id)s"),
+        ("agent_source" in given, "s.agent_source = %(agent_source)s"),
+        ("session_id" in given, "d.session_id = %(session_id)s"),
+        ("since" in given, "d.created_at >= %(since)s"),
+        ("until" in given, "d.created_at < %(until)s"),
+    ])
 
 
 def decision_record(row: dict[str, Any]) -> Decision:

@@ -1,7 +1,9 @@
 """Storage for search: the message index, BM25 statistics, candidate scoring, synonyms.
 
-Only store/ touches psycopg. Every search statement runs unprepared (`prepare=False`): its
-`(%(x)s IS NULL OR …)` filters must be planned with the actual values, never as a generic plan.
+Only store/ touches psycopg. The filters of the search statements are composed per call
+(filters.py): only the given ones, so that the planner uses the index of each and, on a
+partitioned table, prunes by it. The statements run unprepared (`prepare=False`): the candidate
+plan depends on the words asked (a rare word: the GIN index; a common one: newest first).
 """
 
 from __future__ import annotations
@@ -13,11 +15,22 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from psycopg import sql
+
 from ..search.index import IndexedText
 from ..search.ranking import TermStats
+from .filters import composed, conditions, project_only
 from .sql import Statements, first_row, q, scalar
 
 SHARDS = 8
+# A query whose terms match more rows than NEWEST_ABOVE in its scope (the BM25 statistics say how
+# many) takes its newest matches as candidates: ranking every row holding a common word grows with
+# the corpus (README, "Growth"). Below it, every match is ranked, as the relevance tuning assumes.
+NEWEST_ABOVE = 2_000
+_BY_RANK = sql.SQL("ts_rank(m.tsv, %(match)s::tsquery) DESC, m.created_at DESC, m.session_id, m.seq")
+_NEWEST = sql.SQL("m.created_at DESC")
+_SEGMENT = ("EXISTS (SELECT 1 FROM unnest(%(seg_sessions)s::text[], %(seg_lower)s::bigint[], %(seg_upper)s::bigint[])"
+            " AS g(sid, lo, hi) WHERE g.sid = {t}.session_id AND {t}.seq > g.lo AND {t}.seq <= g.hi)")
 
 
 def shard_of(session_id: str) -> int:
@@ -72,6 +85,32 @@ class Scope:
             "seg_upper": [s[2] for s in segs] if segs is not None else None,
         }
 
+    def candidate_filters(self) -> sql.Composable:
+        """The conditions on message_search `m` of the candidate scan (the role applies to results)."""
+        return conditions([
+            (not self.echoes, "NOT m.echo"),
+            (self.project_id is not None, "m.project_id = %(project_id)s"),
+            (self.role is not None, "m.role = %(role)s"),
+            (self.since is not None, "m.created_at >= %(since)s"),
+            (self.until is not None, "m.created_at < %(until)s"),
+            (self.agent_source is not None,
+             "m.session_id IN (SELECT session_id FROM sessions WHERE agent_source = %(agent_source)s)"),
+            (self.segments is not None, "m.session_id = ANY(%(seg_sessions)s::text[]) AND " + _SEGMENT.format(t="m")),
+        ])
+
+    def hit_filters(self, *, required: bool) -> sql.Composable:
+        """The same conditions on the rows shown (message_search `ms`, sessions `s`)."""
+        return conditions([
+            (required, "ms.tsv @@ %(required)s::tsquery"),
+            (not self.echoes, "NOT ms.echo"),
+            (self.project_id is not None, "ms.project_id = %(project_id)s"),
+            (self.role is not None, "ms.role = %(role)s"),
+            (self.since is not None, "ms.created_at >= %(since)s"),
+            (self.until is not None, "ms.created_at < %(until)s"),
+            (self.agent_source is not None, "s.agent_source = %(agent_source)s"),
+            (self.segments is not None, _SEGMENT.format(t="ms")),
+        ])
+
 
 @dataclass(frozen=True)
 class Candidate:
@@ -117,7 +156,9 @@ class SearchStore(Statements):
         """Sessions whose index is behind; `untracked` also finds those without a progress row
         (restored ones), at the price of a scan of all sessions."""
         name = "search_untracked_sessions" if untracked else "search_pending_sessions"
-        rows = self.conn.execute(q(name), {"project_id": project_id, "limit": limit}).fetchall()
+        column = "s.project_id" if untracked else "project_id"
+        rows = self.conn.execute(composed(name, project=project_only(column, project_id)),
+                                 {"project_id": project_id, "limit": limit}).fetchall()
         return [row[0] for row in rows]
 
     def forget_session(self, session_id: str) -> None:
@@ -125,36 +166,43 @@ class SearchStore(Statements):
         self.conn.execute(q("search_forget_session"), {"session_id": session_id, "shard": shard_of(session_id)})
 
     def sessions_after(self, project_id: str | None, after: str, limit: int) -> list[str]:
-        rows = self.conn.execute(q("search_all_sessions"), {"project_id": project_id, "after": after,
-                                                            "limit": limit}).fetchall()
+        rows = self.conn.execute(composed("search_all_sessions", project=project_only("project_id", project_id)),
+                                 {"project_id": project_id, "after": after, "limit": limit}).fetchall()
         return [row[0] for row in rows]
 
     def backlog(self, project_id: str | None) -> tuple[int, int]:
         """(sessions, messages) stored but not indexed yet."""
-        row = first_row(self.conn.execute(q("search_backlog"), {"project_id": project_id}).fetchone(),
-                        "search_backlog")
+        query = composed("search_backlog", project=project_only("project_id", project_id))
+        row = first_row(self.conn.execute(query, {"project_id": project_id}).fetchone(), "search_backlog")
         return row[0], row[1]
 
     # querying -----------------------------------------------------------------------------------
     def term_stats(self, project_id: str | None, terms: Sequence[str]) -> TermStats:
         params = {"project_id": project_id, "terms": list(terms)}
-        totals = self._all("search_doc_totals", params)[0]
-        df = {row["term"]: row["df"] for row in self._all("search_term_df", params)} if terms else {}
+        project = project_only("project_id", project_id)
+        totals = self._rows(composed("search_doc_totals", project=project), params)[0]
+        df = ({row["term"]: row["df"] for row in self._rows(composed("search_term_df", project=project), params)}
+              if terms else {})
         return TermStats(docs=totals["docs"], total_len=totals["total_len"], df=df)
 
     def candidates(
-        self, *, scope: Scope, match: str, weights: dict[str, float], avg_len: float, k1: float, b: float, pool: int
+        self, *, scope: Scope, match: str, weights: dict[str, float], avg_len: float, k1: float, b: float, pool: int,
+        expected: int | None = None,
     ) -> list[Candidate]:
+        """`expected`: how many rows the match holds in the scope by the statistics (the sum of the
+        matching terms' document frequencies); above NEWEST_ABOVE the `pool` newest are the candidates."""
         terms = sorted(weights)
+        newest = expected is not None and expected > NEWEST_ABOVE
         params = {**scope.params(), "match": match, "terms": terms, "weights": [weights[t] for t in terms],
                   "avg_len": avg_len, "k1": k1, "b": b, "pool": pool}
+        query = composed("search_candidates", scope=scope.candidate_filters(), order=_NEWEST if newest else _BY_RANK)
         return [Candidate(r["session_id"], r["seq"], r["created_at"], float(r["score"]))
-                for r in self._all("search_candidates", params)]
+                for r in self._rows(query, params)]
 
     def hits(self, *, scope: Scope, keys: Sequence[tuple[str, int]], required: str | None) -> list[dict[str, Any]]:
         params = {**scope.params(), "sessions": [k[0] for k in keys], "seqs": [k[1] for k in keys],
                   "required": required}
-        return self._all("search_hits", params)
+        return self._rows(composed("search_hits", scope=scope.hit_filters(required=required is not None)), params)
 
     # synonyms -----------------------------------------------------------------------------------
     def synonym_groups(self) -> list[list[str]]:

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 import psycopg
 from psycopg.rows import dict_row
+from psycopg.sql import Composed
 
 T = TypeVar("T")
 _HEADER = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
@@ -67,5 +68,10 @@ class Statements:
 
     def _all(self, name: str, params: dict[str, Any] | None = None, *,
              prepare: bool | None = None) -> list[dict[str, Any]]:
+        return self._rows(q(name), params, prepare=prepare)
+
+    def _rows(self, query: str | Composed, params: dict[str, Any] | None = None, *,
+              prepare: bool | None = None) -> list[dict[str, Any]]:
+        """The rows of a statement given as text or composed per call (filters.py)."""
         with self.conn.cursor(row_factory=dict_row) as cur:
-            return cur.execute(q(name), params or {}, prepare=self.prepare if prepare is None else prepare).fetchall()
+            return cur.execute(query, params or {}, prepare=self.prepare if prepare is None else prepare).fetchall()

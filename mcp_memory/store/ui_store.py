@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from .db import Database
+from .filters import composed, conditions
 from .sql import Statements
 
 TREE_LIMIT = 200  # nodes drawn in one lineage graph
@@ -39,9 +40,18 @@ class Health:
 
 class UiStore(Statements):
     def sessions(self, f: SessionFilter) -> list[dict[str, Any]]:
-        return self._all("ui_sessions", {"project_id": f.project_id, "agent_source": f.agent_source, "host": f.host,
-                                         "since": f.since, "until": f.until, "limit": f.limit, "offset": f.offset,
-                                         "owner_host": f.owner_host})
+        query = composed("ui_sessions", filters=conditions([
+            (f.project_id is not None, "s.project_id = %(project_id)s"),
+            (f.agent_source is not None, "s.agent_source = %(agent_source)s"),
+            (f.host is not None, "CASE WHEN s.created_by IN (SELECT rolname FROM owners) THEN coalesce(nullif("
+                                 "s.meta ->> 'host', ''), %(owner_host)s::text, s.created_by) ELSE s.created_by END"
+                                 " = %(host)s"),
+            (f.since is not None, "coalesce(last.created_at, s.updated_at) >= %(since)s"),
+            (f.until is not None, "coalesce(last.created_at, s.updated_at) < %(until)s"),
+        ]))
+        return self._rows(query, {"project_id": f.project_id, "agent_source": f.agent_source, "host": f.host,
+                                  "since": f.since, "until": f.until, "limit": f.limit, "offset": f.offset,
+                                  "owner_host": f.owner_host})
 
     def facets(self, owner_host: str | None = None) -> dict[str, list[str]]:
         found: dict[str, list[str]] = {"project": [], "agent": [], "host": []}

@@ -75,10 +75,9 @@ SELECT * FROM snapshots WHERE session_id = %(session_id)s ORDER BY snapshot_id;
 SELECT * FROM snapshots WHERE snapshot_id = %(snapshot_id)s;
 
 -- name: session_list
+-- slot filters: project, agent and the page's cursor when given (core_store.py, filters.py).
 SELECT * FROM sessions
-WHERE (%(project_id)s::text IS NULL OR project_id = %(project_id)s)
-  AND (%(agent_source)s::text IS NULL OR agent_source = %(agent_source)s)
-  AND (%(cursor_at)s::timestamptz IS NULL OR (created_at, session_id) < (%(cursor_at)s, %(cursor_id)s))
+WHERE {filters}
 ORDER BY created_at DESC, session_id DESC
 LIMIT %(limit)s;
 

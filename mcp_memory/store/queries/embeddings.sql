@@ -15,7 +15,7 @@ SELECT s.session_id, s.project_id, s.last_seq, coalesce(w.done_seq, 0) AS done_s
 FROM sessions s
 LEFT JOIN embedding_watermarks w ON w.session_id = s.session_id AND w.model = %(model)s
 WHERE s.last_seq > coalesce(w.done_seq, 0)
-  AND (%(project_id)s::text IS NULL OR s.project_id = %(project_id)s)
+  AND {project}
 ORDER BY coalesce(w.updated_at, s.created_at), s.session_id
 LIMIT %(limit)s;
 
@@ -34,38 +34,25 @@ SELECT mm_store_embeddings(%(session_id)s, %(model)s, %(seqs)s::bigint[], %(kind
 
 -- name: embed_counts
 SELECT (SELECT count(*) FROM message_embeddings e
-        WHERE e.model = %(model)s AND (%(project_id)s::text IS NULL OR e.project_id = %(project_id)s)) AS vectors,
+        WHERE e.model = %(model)s AND {project_e}) AS vectors,
        (SELECT coalesce(sum(s.last_seq - coalesce(w.done_seq, 0)), 0)::bigint FROM sessions s
         LEFT JOIN embedding_watermarks w ON w.session_id = s.session_id AND w.model = %(model)s
-        WHERE (%(project_id)s::text IS NULL OR s.project_id = %(project_id)s)) AS pending;
+        WHERE {project_s}) AS pending;
 
 -- name: embed_any
 SELECT EXISTS (SELECT 1 FROM message_embeddings e
-               WHERE e.model = %(model)s AND (%(project_id)s::text IS NULL OR e.project_id = %(project_id)s)) AS present;
+               WHERE e.model = %(model)s AND {project}) AS present;
 
 -- name: embed_nearest
--- Nearest messages to the query vector for one model ({dim} is the model's dimension, a literal so
--- that the partial HNSW index on embedding::vector(dim) applies). Filters as in search_candidates;
+-- Nearest messages to the query vector for one model (slot dim is the model's dimension, a literal so
+-- that the partial HNSW index on embedding::vector(dim) applies). Filters as in search_candidates,
+-- composed per call (embedding_store.py);
 -- only message vectors count (a 'window' row that a token holder stores is never ranked).
 SELECT e.session_id, e.seq, e.distance
 FROM (
     SELECT x.session_id, x.seq, x.embedding::vector({dim}) <=> %(query)s::vector({dim}) AS distance
     FROM message_embeddings x
-    WHERE x.model = %(model)s AND x.kind = 'message'
-      AND (%(project_id)s::text IS NULL OR x.project_id = %(project_id)s)
-      AND (%(since)s::timestamptz IS NULL AND %(until)s::timestamptz IS NULL AND %(agent_source)s::text IS NULL
-           AND %(seg_sessions)s::text[] IS NULL
-           OR EXISTS (
-            SELECT 1 FROM message_search m
-            WHERE m.session_id = x.session_id AND m.seq = x.seq
-              AND (%(since)s::timestamptz IS NULL OR m.created_at >= %(since)s)
-              AND (%(until)s::timestamptz IS NULL OR m.created_at < %(until)s)
-              AND (%(agent_source)s::text IS NULL
-                   OR m.session_id IN (SELECT session_id FROM sessions WHERE agent_source = %(agent_source)s))
-              AND (%(seg_sessions)s::text[] IS NULL OR EXISTS (
-                    SELECT 1 FROM unnest(%(seg_sessions)s::text[], %(seg_lower)s::bigint[], %(seg_upper)s::bigint[])
-                                  AS g(sid, lo, hi)
-                    WHERE g.sid = m.session_id AND m.seq > g.lo AND m.seq <= g.hi))))
+    WHERE x.model = %(model)s AND x.kind = 'message' AND {filters}
     ORDER BY x.embedding::vector({dim}) <=> %(query)s::vector({dim})
     LIMIT %(pool)s
 ) AS e

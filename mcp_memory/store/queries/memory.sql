@@ -17,23 +17,14 @@ SELECT mm_update_decision(%(decision_id)s, %(expected_version)s, %(status)s, %(s
                           %(alternatives)s, %(metadata)s, %(tsv)s::tsvector) AS version;
 
 -- name: decision_search
+-- slot filters: the keyword match and the filters given, composed per call (memory_store.py, filters.py).
 SELECT d.*, s.agent_source, s.title AS session_title,
        (SELECT coalesce(sum(w.weight * x.tf * 2.2 / (x.tf + 1.2)), 0)
         FROM (SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf FROM unnest(d.tsv) AS u) AS x
         JOIN unnest(%(terms)s::text[], %(weights)s::float8[]) AS w(term, weight) ON w.term = x.lexeme) AS score
 FROM decisions d
 JOIN sessions s ON s.session_id = d.session_id
-WHERE (%(match)s::tsquery IS NULL AND %(like)s::text IS NULL
-       OR d.tsv @@ %(match)s::tsquery
-       OR d.summary ILIKE %(like)s ESCAPE '\' OR d.rationale ILIKE %(like)s ESCAPE '\')
-  AND (%(exclude)s::tsquery IS NULL OR NOT d.tsv @@ %(exclude)s::tsquery)
-  AND (%(status)s::text[] IS NULL OR d.status = ANY(%(status)s::text[]))
-  AND (%(decision_type)s::text IS NULL OR d.decision_type = %(decision_type)s)
-  AND (%(project_id)s::text IS NULL OR d.project_id = %(project_id)s)
-  AND (%(agent_source)s::text IS NULL OR s.agent_source = %(agent_source)s)
-  AND (%(session_id)s::text IS NULL OR d.session_id = %(session_id)s)
-  AND (%(since)s::timestamptz IS NULL OR d.created_at >= %(since)s)
-  AND (%(until)s::timestamptz IS NULL OR d.created_at < %(until)s)
+WHERE {filters}
 ORDER BY score DESC, d.created_at DESC, d.decision_id
 LIMIT %(limit)s;
 
@@ -43,7 +34,7 @@ SELECT revision, created_at FROM mm_set_context(%(session_id)s, %(key)s, %(value
 
 -- name: context_current
 SELECT DISTINCT ON (key) key, revision, value, created_at FROM session_context
-WHERE session_id = %(session_id)s AND (%(key)s::text IS NULL OR key = %(key)s)
+WHERE session_id = %(session_id)s AND {key}
 ORDER BY key, revision DESC;
 
 -- name: context_history

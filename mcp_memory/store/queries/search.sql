@@ -7,61 +7,47 @@ SELECT mm_index_messages(%(session_id)s, %(seqs)b::bigint[], %(doc_lens)b::integ
                          %(echoes)b::boolean[]);
 
 -- name: search_term_df
+-- slot project: the project filter when given (filters.py: no catch-all, the planner sees the value).
 SELECT term, sum(df)::bigint AS df FROM search_term_stats
-WHERE term = ANY(%(terms)b::text[]) AND (%(project_id)s::text IS NULL OR project_id = %(project_id)s)
+WHERE term = ANY(%(terms)b::text[]) AND {project}
 GROUP BY term;
 
 -- name: search_doc_totals
 SELECT coalesce(sum(docs), 0)::bigint AS docs, coalesce(sum(total_len), 0)::bigint AS total_len
-FROM search_doc_stats WHERE %(project_id)s::text IS NULL OR project_id = %(project_id)s;
+FROM search_doc_stats WHERE {project};
 
 -- name: search_candidates
--- Stage 1 picks at most %(pool)s candidates with the GIN index and the filters; stage 2 scores
--- them by BM25 over the query's terms (weights = query weight × idf, computed by the core).
+-- Stage 1 picks at most %(pool)s candidates with the GIN index and the filters (slot scope, composed
+-- per call in search_store.py): the best by ts_rank, or, when the statistics say the terms match
+-- more rows than search_store.NEWEST_ABOVE (a common word), the newest matches (slot order), read
+-- newest first from a created_at index, so that the cost follows the answer and not the corpus
+-- (README, "Growth"). Stage 2 scores them by BM25 over the query's terms (weights = query weight ×
+-- idf, computed by the core); setweight + ts_filter keep only the query's lexemes of each vector
+-- before it is unnested (the same term frequencies, without unnesting every lexeme of a long turn).
 WITH candidates AS (
     SELECT m.session_id, m.seq, m.created_at, m.doc_len, m.tsv
     FROM message_search m
-    WHERE m.tsv @@ %(match)s::tsquery
-      AND (%(echoes)s::boolean OR NOT m.echo)
-      AND (%(project_id)s::text IS NULL OR m.project_id = %(project_id)s)
-      AND (%(role)s::text IS NULL OR m.role = %(role)s)
-      AND (%(since)s::timestamptz IS NULL OR m.created_at >= %(since)s)
-      AND (%(until)s::timestamptz IS NULL OR m.created_at < %(until)s)
-      AND (%(agent_source)s::text IS NULL
-           OR m.session_id IN (SELECT session_id FROM sessions WHERE agent_source = %(agent_source)s))
-      AND (%(seg_sessions)s::text[] IS NULL OR (m.session_id = ANY(%(seg_sessions)s::text[]) AND EXISTS (
-            SELECT 1 FROM unnest(%(seg_sessions)s::text[], %(seg_lower)s::bigint[], %(seg_upper)s::bigint[])
-                          AS g(sid, lo, hi)
-            WHERE g.sid = m.session_id AND m.seq > g.lo AND m.seq <= g.hi)))
-    ORDER BY ts_rank(m.tsv, %(match)s::tsquery) DESC, m.created_at DESC, m.session_id, m.seq
+    WHERE m.tsv @@ %(match)s::tsquery AND {scope}
+    ORDER BY {order}
     LIMIT %(pool)s
 )
 SELECT c.session_id, c.seq, c.created_at,
        (SELECT coalesce(sum(w.weight * x.tf * (%(k1)s::float8 + 1)
                             / (x.tf + %(k1)s::float8 * (1 - %(b)s::float8 + %(b)s::float8 * c.doc_len / %(avg_len)s::float8))), 0)
-        FROM (SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf FROM unnest(c.tsv) AS u) AS x
+        FROM (SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf
+              FROM unnest(ts_filter(setweight(c.tsv, 'A', %(terms)b::text[]), '{{a}}')) AS u) AS x
         JOIN unnest(%(terms)b::text[], %(weights)s::float8[]) AS w(term, weight) ON w.term = x.lexeme) AS score
 FROM candidates c;
 
 -- name: search_hits
 -- The rows to show, with the same filters (a neighbour of a hit must pass them too) and the
--- required phrases / exclusions (%(required)s).
+-- required phrases / exclusions, composed per call (slot scope).
 SELECT m.session_id, m.seq, m.role, m.payload, m.created_at, s.title, s.agent_source, s.project_id
 FROM unnest(%(sessions)s::text[], %(seqs)b::bigint[]) AS k(session_id, seq)
 JOIN message_search ms ON ms.session_id = k.session_id AND ms.seq = k.seq
 JOIN messages m ON m.session_id = k.session_id AND m.seq = k.seq
 JOIN sessions s ON s.session_id = m.session_id
-WHERE (%(required)s::tsquery IS NULL OR ms.tsv @@ %(required)s::tsquery)
-  AND (%(echoes)s::boolean OR NOT ms.echo)
-  AND (%(project_id)s::text IS NULL OR ms.project_id = %(project_id)s)
-  AND (%(role)s::text IS NULL OR ms.role = %(role)s)
-  AND (%(since)s::timestamptz IS NULL OR ms.created_at >= %(since)s)
-  AND (%(until)s::timestamptz IS NULL OR ms.created_at < %(until)s)
-  AND (%(agent_source)s::text IS NULL OR s.agent_source = %(agent_source)s)
-  AND (%(seg_sessions)s::text[] IS NULL OR EXISTS (
-        SELECT 1 FROM unnest(%(seg_sessions)s::text[], %(seg_lower)s::bigint[], %(seg_upper)s::bigint[])
-                      AS g(sid, lo, hi)
-        WHERE g.sid = ms.session_id AND ms.seq > g.lo AND ms.seq <= g.hi));
+WHERE {scope};
 
 -- name: search_index_lock
 -- One indexer per session at a time (two would index the same messages twice): the session's row
@@ -101,14 +87,14 @@ SELECT mm_forget_session_index(%(session_id)s, %(shard)s::smallint);
 
 -- name: search_all_sessions
 SELECT session_id FROM sessions
-WHERE (%(project_id)s::text IS NULL OR project_id = %(project_id)s) AND session_id > %(after)s
+WHERE {project} AND session_id > %(after)s
 ORDER BY session_id
 LIMIT %(limit)s;
 
 -- name: search_pending_sessions
 -- Sessions with stored messages the index does not have yet (the partial index keeps this cheap).
 SELECT session_id FROM search_progress
-WHERE stored_seq > indexed_seq AND (%(project_id)s::text IS NULL OR project_id = %(project_id)s)
+WHERE stored_seq > indexed_seq AND {project}
 ORDER BY updated_at, session_id
 LIMIT %(limit)s;
 
@@ -116,14 +102,14 @@ LIMIT %(limit)s;
 -- For `reindex`: every session whose index is behind, progress row or not (a full scan of sessions).
 SELECT s.session_id FROM sessions s LEFT JOIN search_progress p ON p.session_id = s.session_id
 WHERE s.last_seq > coalesce(p.indexed_seq, s.fork_seq, 0)
-  AND (%(project_id)s::text IS NULL OR s.project_id = %(project_id)s)
+  AND {project}
 ORDER BY s.session_id
 LIMIT %(limit)s;
 
 -- name: search_backlog
 SELECT count(*) AS sessions, coalesce(sum(stored_seq - indexed_seq), 0)::bigint AS messages
 FROM search_progress
-WHERE stored_seq > indexed_seq AND (%(project_id)s::text IS NULL OR project_id = %(project_id)s);
+WHERE stored_seq > indexed_seq AND {project};
 
 -- name: synonym_groups
 SELECT group_id, array_agg(term ORDER BY term) AS terms FROM synonyms GROUP BY group_id ORDER BY group_id;

@@ -22,11 +22,7 @@ FROM sessions s
 LEFT JOIN sessions p ON p.session_id = s.parent_session_id
 LEFT JOIN LATERAL (SELECT m.created_at FROM messages m
                    WHERE m.session_id = s.session_id AND m.seq = s.last_seq) last ON true
-WHERE (%(project_id)s::text IS NULL OR s.project_id = %(project_id)s)
-  AND (%(agent_source)s::text IS NULL OR s.agent_source = %(agent_source)s)
-  AND (%(host)s::text IS NULL OR CASE WHEN s.created_by IN (SELECT rolname FROM owners) THEN coalesce(nullif(s.meta ->> 'host', ''), %(owner_host)s::text, s.created_by) ELSE s.created_by END = %(host)s)
-  AND (%(since)s::timestamptz IS NULL OR coalesce(last.created_at, s.updated_at) >= %(since)s)
-  AND (%(until)s::timestamptz IS NULL OR coalesce(last.created_at, s.updated_at) < %(until)s)
+WHERE {filters}  -- the filters given (ui_store.py, filters.py)
 ORDER BY last_at DESC, s.session_id DESC
 LIMIT %(limit)s OFFSET %(offset)s;
 

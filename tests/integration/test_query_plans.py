@@ -1,0 +1,279 @@
+"""The hot queries' filters reach the planner as plain comparisons, for every filter combination.
+
+Each store method runs for real (its statements recorded as they are executed); each recorded
+statement is then planned as a GENERIC plan (PREPARE + EXPLAIN (FORMAT JSON) EXECUTE under
+plan_cache_mode = force_generic_plan), which is what a prepared statement, a pooler's cached plan
+and partition pruning at executor start-up see. A catch-all `($1 IS NULL OR col = $1)` cannot be
+folded away there: it stays in the plan as a qual no index and no partition can use. Each given
+filter must instead appear as `column <op> $n` in the quals of the plan (index conditions where an
+index serves it), and no qual may test a parameter for NULL.
+
+To check partition pruning on a partitioned schema, walk the same plans: `nodes(plan)` yields every
+node, so `any("Subplans Removed" in n for n in nodes(plan))` (or the count of Append children per
+partitioned table, `relations(plan)`) is one more assertion in `check_plan`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from mcp_memory.store.core_store import Store
+from mcp_memory.store.embedding_store import EmbeddingStore
+from mcp_memory.store.memory_store import MemoryStore
+from mcp_memory.store.search_store import NEWEST_ABOVE, Scope, SearchStore
+from mcp_memory.store.ui_store import SessionFilter, UiStore
+
+QUALS = ("Index Cond", "Recheck Cond", "Filter", "Join Filter", "Hash Cond", "Merge Cond", "One-Time Filter")
+PLACEHOLDER = re.compile(r"%\((\w+)\)[sb]")
+NULL_TEST = re.compile(r"\$\d+\)?(::[\w\[\] ]+\)?)? IS (NOT )?NULL")
+SINCE = datetime(2025, 1, 1, tzinfo=UTC)
+UNTIL = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+class Recording(psycopg.Cursor):
+    """A cursor that keeps each statement it executes (text and parameters)."""
+
+    log: ClassVar[list[tuple[Any, dict[str, Any]]]] = []
+
+    def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+        if params is None or isinstance(params, dict):  # the stores' statements: named parameters
+            Recording.log.append((query, dict(params or {})))
+        return super().execute(query, params, **kwargs)
+
+
+def nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every node of an EXPLAIN (FORMAT JSON) plan, depth first (sub-plans and init plans included)."""
+    yield plan
+    for child in plan.get("Plans", []):
+        yield from nodes(child)
+
+
+def quals(plan: dict[str, Any], kinds: tuple[str, ...] = QUALS) -> list[str]:
+    return [node[kind] for node in nodes(plan) for kind in kinds if kind in node]
+
+
+def relations(plan: dict[str, Any]) -> list[str]:
+    return [node["Relation Name"] for node in nodes(plan) if "Relation Name" in node]
+
+
+def generic_plan(conn: psycopg.Connection, query: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """The generic plan of a recorded statement: its %(name)s placeholders become $1…$n."""
+    text = query if isinstance(query, str) else query.as_string(conn)
+    order: list[str] = []
+
+    def number(match: re.Match[str]) -> str:
+        if match.group(1) not in order:
+            order.append(match.group(1))
+        return f"${order.index(match.group(1)) + 1}"
+
+    numbered = PLACEHOLDER.sub(number, text)
+    conn.execute("SET plan_cache_mode = force_generic_plan")
+    conn.execute("SET enable_seqscan = off")  # tiny tables: show the plan the indexes allow
+    types = [sql_type(params[name]) for name in order]
+    conn.execute(f"PREPARE hot({', '.join(types)}) AS {numbered}" if order else f"PREPARE hot AS {numbered}")
+    try:
+        # EXPLAIN takes no bound parameters: the values as quoted literals (psycopg.sql.Literal)
+        args = sql.SQL(", ").join(sql.SQL("{}::" + t).format(sql.Literal(params[name]))
+                                  for name, t in zip(order, types, strict=True))
+        row = conn.execute(sql.SQL("EXPLAIN (FORMAT JSON) EXECUTE hot({})").format(args) if order
+                           else "EXPLAIN (FORMAT JSON) EXECUTE hot").fetchone()
+    finally:
+        conn.execute("DEALLOCATE hot")
+    assert row is not None
+    return row[0][0]["Plan"]
+
+
+def sql_type(value: Any) -> str:
+    """The parameter's type as the application sends it (psycopg's dumpers)."""
+    if isinstance(value, list):
+        return sql_type(value[0]) + "[]" if value else "text[]"
+    for kind, name in ((bool, "boolean"), (int, "bigint"), (float, "float8"), (datetime, "timestamptz")):
+        if isinstance(value, kind):
+            return name
+    return "text"
+
+
+def check_plan(plan: dict[str, Any], given: dict[str, str], indexed: tuple[str, ...] = ()) -> None:
+    """No parameter tested for NULL; each given filter (column → SQL operator) compared with a
+    parameter; the `indexed` ones in an index condition."""
+    every = quals(plan)
+    assert not [q for q in every if NULL_TEST.search(q)], every
+    for column, op in given.items():
+        pattern = re.compile(rf"\b{re.escape(column)}\)? {re.escape(op)} \(?\$\d+")
+        assert any(pattern.search(q) for q in every), (column, op, every)
+        if column in indexed:
+            assert any(pattern.search(q) for q in quals(plan, ("Index Cond", "Recheck Cond"))), (column, every)
+
+
+@pytest.fixture
+def recorded(fresh_db: str, service) -> Iterator[psycopg.Connection]:
+    """A connection whose statements are recorded, on a database holding a session, a decision and
+    context (the plans do not depend on the rows, the types of the columns do)."""
+    sid = service.create_session("plans", {"title": "plans", "agent_source": "claude-code"}).session_id
+    service.append_messages(sid, [{"role": "user", "content": "order payment timeout 订单 超时"}] * 3)
+    service.indexer.index_session(sid)
+    service.record_decision(sid, decision_type="architecture", summary="use a queue for orders")
+    service.set_context(sid, "plan", {"step": 1})
+    with psycopg.connect(fresh_db, cursor_factory=Recording) as conn:
+        Recording.log = []
+        conn.sid = sid  # type: ignore[attr-defined]
+        yield conn
+
+
+def explain_recorded(conn: psycopg.Connection, run: Any) -> list[dict[str, Any]]:
+    """Run `run(conn)` (store calls), then the generic plan of each statement it executed."""
+    Recording.log = []
+    run(conn)
+    conn.rollback()
+    log, Recording.log = Recording.log, []
+    return [generic_plan(conn, query, params) for query, params in log if is_query(conn, query)]
+
+
+def is_query(conn: psycopg.Connection, query: Any) -> bool:
+    """A SELECT (or WITH … SELECT), not a SET the store runs before it."""
+    text = query if isinstance(query, str) else query.as_string(conn)
+    code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--")).lstrip().upper()
+    return code.startswith(("SELECT", "WITH"))
+
+
+SCOPE_FILTERS: dict[str, tuple[Any, str, str]] = {  # Scope field → (value, column as the plan prints it, operator)
+    "project_id": ("plans", "project_id", "="),
+    "agent_source": ("claude-code", "agent_source", "="),
+    "since": (SINCE, "created_at", ">="),
+    "until": (UNTIL, "created_at", "<"),
+}
+
+
+def combinations(names: list[str]) -> Iterator[tuple[str, ...]]:
+    for size in range(len(names) + 1):
+        yield from itertools.combinations(names, size)
+
+
+@pytest.mark.parametrize("chosen", list(combinations(list(SCOPE_FILTERS))))
+@pytest.mark.parametrize("expected", [None, NEWEST_ABOVE + 1], ids=["every-match", "newest-cut"])
+def test_search_candidates_and_hits(recorded, chosen, expected) -> None:
+    scope = Scope(**{name: SCOPE_FILTERS[name][0] for name in chosen})
+    given = {SCOPE_FILTERS[n][1]: SCOPE_FILTERS[n][2] for n in chosen if n != "agent_source"}
+
+    def run(conn: psycopg.Connection) -> None:
+        store = SearchStore(conn)
+        store.candidates(scope=scope, match="'order'", weights={"order": 1.0}, avg_len=5.0, k1=1.2, b=0.75,
+                         pool=300, expected=expected)
+        store.hits(scope=scope, keys=[(conn.sid, 1)], required="'order'")  # type: ignore[attr-defined]
+
+    candidates, hits = explain_recorded(recorded, run)
+    check_plan(candidates, given | ({"agent_source": "="} if "agent_source" in chosen else {}))
+    check_plan(hits, given | ({"agent_source": "="} if "agent_source" in chosen else {}))
+    assert "message_search" in relations(candidates)
+
+
+def test_search_segments_and_echoes(recorded) -> None:
+    scope = Scope(segments=[(recorded.sid, 0, 3)], echoes=True)
+
+    def run(conn: psycopg.Connection) -> None:
+        store = SearchStore(conn)
+        store.candidates(scope=scope, match="'order'", weights={"order": 1.0}, avg_len=5.0, k1=1.2, b=0.75, pool=300)
+        store.hits(scope=scope, keys=[(conn.sid, 1)], required=None)  # type: ignore[attr-defined]
+
+    for plan in explain_recorded(recorded, run):
+        check_plan(plan, {})
+        assert not any("echo" in q for q in quals(plan)), "echoes included: no echo condition"
+
+
+@pytest.mark.parametrize("project", [None, "plans"])
+def test_search_statistics_and_backlog(recorded, project) -> None:
+    def run(conn: psycopg.Connection) -> None:
+        store = SearchStore(conn)
+        store.term_stats(project, ["order", "payment"])
+        store.pending_sessions(project, 10)
+        store.pending_sessions(project, 10, untracked=True)
+        store.sessions_after(project, "", 10)
+        store.backlog(project)
+
+    plans = explain_recorded(recorded, run)
+    assert len(plans) == 6
+    for plan in plans:
+        check_plan(plan, {"project_id": "="} if project else {})
+
+
+DECISION_FILTERS = {  # params key → (value, column, operator)
+    "project_id": ("plans", "project_id", "="),
+    "agent_source": ("claude-code", "agent_source", "="),
+    "session_id": (None, "session_id", "="),
+    "decision_type": ("architecture", "decision_type", "="),
+    "since": (SINCE, "created_at", ">="),
+    "until": (UNTIL, "created_at", "<"),
+}
+
+
+@pytest.mark.parametrize("chosen", [(), *((name,) for name in DECISION_FILTERS), tuple(DECISION_FILTERS)])
+@pytest.mark.parametrize("keyword", [False, True])
+def test_decision_search(recorded, chosen, keyword) -> None:
+    params: dict[str, Any] = {name: None for name in DECISION_FILTERS} | {
+        "status": None, "limit": 10, "terms": [], "weights": [], "match": None, "like": None, "exclude": None}
+    for name in chosen:
+        value = DECISION_FILTERS[name][0]
+        params[name] = recorded.sid if name == "session_id" else value
+    if keyword:
+        params.update(terms=["queue"], weights=[1.0], match="'queue'", like="%queue%")
+    plans = explain_recorded(recorded, lambda conn: MemoryStore(conn).search_decisions(params))
+    check_plan(plans[0], {DECISION_FILTERS[n][1]: DECISION_FILTERS[n][2] for n in chosen},
+               indexed=("project_id",) if chosen == ("project_id",) else ())
+
+
+@pytest.mark.parametrize("key", [None, "plan"])
+def test_context_reads(recorded, key) -> None:
+    plans = explain_recorded(recorded, lambda conn: MemoryStore(conn).current_context(conn.sid, key))
+    check_plan(plans[0], {"session_id": "="} | ({"key": "="} if key else {}), indexed=("session_id",))
+
+
+SESSION_FILTERS: dict[str, Any] = {"project_id": "plans", "agent_source": "claude-code", "cursor": (UNTIL, "ses_z")}
+
+
+@pytest.mark.parametrize("chosen", list(combinations(list(SESSION_FILTERS))))
+def test_session_lists(recorded, chosen) -> None:
+    kwargs = {name: SESSION_FILTERS[name] if name in chosen else None for name in SESSION_FILTERS}
+    plans = explain_recorded(recorded, lambda conn: Store(conn).list_sessions(limit=10, **kwargs))
+    given = {name: "=" for name in chosen if name != "cursor"}
+    check_plan(plans[0], given, indexed=tuple(given) if len(given) == 1 else ())
+    if "cursor" in chosen:
+        assert any("< ROW($" in q for q in quals(plans[0])), quals(plans[0])
+
+
+@pytest.mark.parametrize("chosen", [(), ("project_id",), ("agent_source",), ("since",), ("until",),
+                                    ("project_id", "agent_source", "host", "since", "until")])
+def test_ui_session_list(recorded, chosen) -> None:
+    values: dict[str, Any] = {"project_id": "plans", "agent_source": "claude-code", "host": "laptop", "since": SINCE, "until": UNTIL}
+    f = SessionFilter(**{name: values[name] for name in chosen})
+    plans = explain_recorded(recorded, lambda conn: UiStore(conn).sessions(f))
+    given = {name: "=" for name in chosen if name in ("project_id", "agent_source")}
+    check_plan(plans[0], given)
+
+
+def test_a_catch_all_is_caught(recorded) -> None:
+    """The check itself: the catch-all form these queries had is found in its generic plan."""
+    plan = generic_plan(recorded, "SELECT * FROM sessions WHERE (%(p)s::text IS NULL OR project_id = %(p)s)",
+                        {"p": "plans"})
+    with pytest.raises(AssertionError):
+        check_plan(plan, {"project_id": "="})
+
+
+@pytest.mark.parametrize("chosen", [(), *((name,) for name in SCOPE_FILTERS), tuple(SCOPE_FILTERS)])
+def test_semantic_nearest(recorded, chosen) -> None:
+    store = EmbeddingStore(recorded)
+    if not store.available():
+        pytest.skip("pgvector is not installed on this server")
+    store.register_model("plans-model", 3)
+    recorded.commit()
+    scope = Scope(**{name: SCOPE_FILTERS[name][0] for name in chosen})
+    plans = explain_recorded(recorded, lambda conn: EmbeddingStore(conn).nearest(
+        scope=scope, model="plans-model", dim=3, query=[0.1, 0.2, 0.3], pool=10))
+    check_plan(plans[-1], {SCOPE_FILTERS[n][1]: SCOPE_FILTERS[n][2] for n in chosen})
