@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any, ClassVar
 
 import psycopg
@@ -61,7 +61,11 @@ def quals(plan: dict[str, Any], kinds: tuple[str, ...] = QUALS) -> list[str]:
 
 
 def relations(plan: dict[str, Any]) -> list[str]:
-    return [node["Relation Name"] for node in nodes(plan) if "Relation Name" in node]
+    """The tables a plan reads, a month partition (migration 0021) by its table's name."""
+    return [PARTITION.sub("", node["Relation Name"]) for node in nodes(plan) if "Relation Name" in node]
+
+
+PARTITION = re.compile(r"_(p\d{6}|default)$")
 
 
 def generic_plan(conn: psycopg.Connection, query: Any, params: dict[str, Any]) -> dict[str, Any]:
@@ -95,7 +99,8 @@ def sql_type(value: Any) -> str:
     """The parameter's type as the application sends it (psycopg's dumpers)."""
     if isinstance(value, list):
         return sql_type(value[0]) + "[]" if value else "text[]"
-    for kind, name in ((bool, "boolean"), (int, "bigint"), (float, "float8"), (datetime, "timestamptz")):
+    for kind, name in ((bool, "boolean"), (int, "bigint"), (float, "float8"), (datetime, "timestamptz"),
+                       (date, "date")):
         if isinstance(value, kind):
             return name
     return "text"
@@ -277,3 +282,51 @@ def test_semantic_nearest(recorded, chosen) -> None:
     plans = explain_recorded(recorded, lambda conn: EmbeddingStore(conn).nearest(
         scope=scope, model="plans-model", dim=3, query=[0.1, 0.2, 0.3], pool=10))
     check_plan(plans[-1], {SCOPE_FILTERS[n][1]: SCOPE_FILTERS[n][2] for n in chosen})
+
+
+# the per-session hot queries on the partitioned tables (migration 0021): only the session's own
+# month partition is read, whatever the number of months
+SESSION_QUERIES: dict[str, dict[str, Any]] = {
+    "messages_read_range": {"after_seq": 0, "upper": 10, "limit": 100},
+    "search_unindexed_messages": {"after_seq": 0, "up_to_seq": 10, "limit": 100},
+    "search_earlier_calls": {"before_seq": 3, "lookback": 200, "ids": ["call_1"]},
+    "archive_export_page": {"after_seq": 0, "up_to_seq": 10, "limit": 100},
+    "session_lock": {"append_ids": ["a1"]},
+}
+
+
+def partition_scans(plan: dict[str, Any], table: str) -> tuple[int, int]:
+    """(partitions of `table` the plan names or pruned at start-up, partitions it executed)."""
+    named = [n for n in nodes(plan) if n.get("Relation Name", "").startswith(f"{table}_p")
+             or n.get("Relation Name") == f"{table}_default"]
+    removed = sum(n.get("Subplans Removed", 0) for n in nodes(plan))
+    executed = [n for n in named if n.get("Actual Loops", 0) > 0]
+    return len(named) + removed, len(executed)
+
+
+@pytest.mark.parametrize("name", list(SESSION_QUERIES))
+def test_per_session_queries_read_one_month_partition(recorded, name) -> None:
+    from mcp_memory.store.sql import q
+
+    conn = recorded
+    month = conn.execute("SELECT part_month FROM sessions WHERE session_id = %s", (conn.sid,)).fetchone()[0]
+    conn.execute("SELECT mm_ensure_partitions(3)")  # this month and three ahead: four partitions at least
+    params = {"session_id": conn.sid, "part_month": month, **SESSION_QUERIES[name]}
+    text = q(name) if isinstance(q(name), str) else q(name).as_string(conn)
+    order: list[str] = []
+
+    def number(match: re.Match[str]) -> str:
+        if match.group(1) not in order:
+            order.append(match.group(1))
+        return f"${order.index(match.group(1)) + 1}"
+
+    numbered = PLACEHOLDER.sub(number, text.rstrip().rstrip(";"))
+    types = [sql_type(params[key]) for key in order]
+    conn.execute("SET plan_cache_mode = force_generic_plan")
+    conn.execute(f"PREPARE one({', '.join(types)}) AS {numbered}")
+    args = sql.SQL(", ").join(sql.SQL("{}::" + t).format(sql.Literal(params[key])) for key, t in zip(order, types, strict=True))
+    plan = conn.execute(sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE one({})").format(args)).fetchone()[0][0]["Plan"]
+    conn.rollback()
+    partitions, executed = partition_scans(plan, "messages")
+    assert partitions >= 4, (name, partitions)  # the plan had months to choose from
+    assert executed <= 1, (name, executed, plan)  # and read one at most: the session's own

@@ -15,8 +15,9 @@ SELECT * FROM sessions WHERE session_id = %(session_id)s;
 SELECT s.project_id, s.last_seq, now(), m.append_id, m.seq, m.payload_hash, s.part_month,
        EXISTS (SELECT 1 FROM retired_months r WHERE r.part_month = s.part_month) AS retired
 FROM sessions s
-LEFT JOIN messages m ON m.session_id = s.session_id AND m.part_month = s.part_month
-                    AND m.append_id = ANY(%(append_ids)b::text[])
+LEFT JOIN messages m ON m.session_id = s.session_id
+                    AND m.part_month = (SELECT o.part_month FROM sessions o WHERE o.session_id = %(session_id)s)
+                    AND m.append_id = ANY(%(append_ids)b::text[])  -- the month as a value: one partition read
 WHERE s.session_id = %(session_id)s
 FOR UPDATE OF s;
 

@@ -44,9 +44,9 @@ FROM candidates c;
 -- required phrases / exclusions, composed per call (slot scope).
 SELECT m.session_id, m.seq, m.role, m.payload, m.created_at, s.title, s.agent_source, s.project_id
 FROM unnest(%(sessions)s::text[], %(seqs)b::bigint[]) AS k(session_id, seq)
-JOIN message_search ms ON ms.session_id = k.session_id AND ms.seq = k.seq
-JOIN messages m ON m.session_id = k.session_id AND m.seq = k.seq
-JOIN sessions s ON s.session_id = m.session_id
+JOIN sessions s ON s.session_id = k.session_id
+JOIN message_search ms ON ms.session_id = k.session_id AND ms.seq = k.seq AND ms.part_month = s.part_month
+JOIN messages m ON m.session_id = k.session_id AND m.seq = k.seq AND m.part_month = s.part_month
 WHERE {scope};
 
 -- name: search_index_lock
@@ -66,6 +66,7 @@ WHERE s.session_id = %(session_id)s;
 -- name: search_unindexed_messages
 SELECT seq, role, payload, created_at FROM messages
 WHERE session_id = %(session_id)s AND seq > %(after_seq)s AND seq <= %(up_to_seq)s
+  AND part_month = (SELECT s.part_month FROM sessions s WHERE s.session_id = %(session_id)s)  -- one partition
 ORDER BY seq
 LIMIT %(limit)s;
 
@@ -78,6 +79,7 @@ FROM messages m
 CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(m.payload->'tool_calls') = 'array'
                                              THEN m.payload->'tool_calls' ELSE '[]'::jsonb END) AS c(value)
 WHERE m.session_id = %(session_id)s AND m.seq <= %(before_seq)s AND m.seq > %(before_seq)s - %(lookback)s
+  AND m.part_month = (SELECT s.part_month FROM sessions s WHERE s.session_id = %(session_id)s)  -- one partition
   AND m.role = 'assistant' AND c.value->>'id' = ANY(%(ids)s::text[]);
 
 -- name: search_forget_session
