@@ -51,6 +51,7 @@ class Settings:
     embedded_as_root: bool = False  # start the embedded server when running as root (explicit opt-in)
     pgbouncer: bool = False  # [database] pgbouncer: no prepared statements (transaction pooling)
     direct_dsn: str | None = None  # [database] direct_dsn: LISTEN and session-level locks bypass the pooler
+    gateway: bool = False  # [database] gateway: each transaction proves the token, then SET LOCAL ROLE (0020)
     raw: dict[str, Any] = field(default_factory=dict)  # whole config file, for later sections
     embeddings: dict[str, Any] = field(default_factory=dict)  # [embeddings]: semantic search provider
     embeddings_key: str | None = None  # API key of the embedding service (env), never logged
@@ -129,6 +130,7 @@ def load_settings(*, dsn: str | None = None, environ: Mapping[str, str] | None =
         archive=_section(raw, "archive"),
         pgbouncer=_bool(database, "pgbouncer", False),
         direct_dsn=_direct_dsn(database),
+        gateway=_bool(database, "gateway", False),
         embedded_as_root=environ.get("MCP_MEMORY_EMBEDDED_AS_ROOT", "") in ("1", "true", "yes")
         or _bool(database, "embedded_as_root", False),
         raw=raw,
