@@ -292,7 +292,7 @@ def translate_errors() -> Iterator[None]:
 
 # libpq's words for a refused login (no SQLSTATE reaches the client for these)
 LOGIN_REFUSED = re.compile(r"authentication failed|role \".*\" does not exist|not permitted to log in|"
-                           r"no pg_hba\.conf entry|password is required|"
+                           r"no pg_hba\.conf entry|password is required|no such user|"
                            r"terminating connection due to administrator command", re.IGNORECASE)
 
 

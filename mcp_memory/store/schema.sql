@@ -463,6 +463,11 @@ BEGIN
                              = pg_catalog.sha256(pg_catalog.convert_to(mm_gateway_proof(r), 'UTF8')) THEN
         RETURN r;
     END IF;
+    -- unproven: a role that is no token (a token login taking its group role) has no rights of its
+    -- own and stays the caller; a token role taken without its proof is not: the login is
+    IF NOT EXISTS (SELECT 1 FROM access_tokens t WHERE t.role_name = r) THEN
+        RETURN r;
+    END IF;
     RETURN session_user::text;
 END $$;
 

@@ -14,9 +14,9 @@
 -- The proof is an HMAC-SHA256, under a key only the owner reads (gateway_key), of (role, login,
 -- backend pid, transaction start in microseconds), kept in the transaction-local setting
 -- mm.gateway_proof. Anybody may write that setting, nobody without the key can compute a valid
--- value, and a value is worth nothing in another transaction or backend. Without a valid proof
--- the caller is the login itself (a gateway: no project, no write) while current_user is the
--- switched role, so row-level security (mm_token_projects, own rows of access_tokens) yields
+-- value, and a value is worth nothing in another transaction or backend. A token role switched to
+-- without a valid proof is not the caller: the login itself is (a gateway: no project, no write),
+-- while current_user is the switched role, so row-level security (mm_token_projects, own rows of access_tokens) yields
 -- nothing. Owners and superusers switching roles are trusted as before; a direct token login is
 -- its own caller, unchanged.
 
@@ -77,6 +77,11 @@ BEGIN
     -- compared as digests: no early exit on the first differing character of the secret value
     IF shown IS NOT NULL AND pg_catalog.sha256(pg_catalog.convert_to(shown, 'UTF8'))
                              = pg_catalog.sha256(pg_catalog.convert_to(mm_gateway_proof(r), 'UTF8')) THEN
+        RETURN r;
+    END IF;
+    -- unproven: a role that is no token (a token login taking its group role) has no rights of its
+    -- own and stays the caller; a token role taken without its proof is not: the login is
+    IF NOT EXISTS (SELECT 1 FROM access_tokens t WHERE t.role_name = r) THEN
         RETURN r;
     END IF;
     RETURN session_user::text;
