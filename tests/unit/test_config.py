@@ -63,3 +63,13 @@ def test_mask_dsn(dsn: str, masked: str) -> None:
 def test_password_from_env_is_added_but_never_overrides() -> None:
     assert "password=pw" in with_password("host=h user=u dbname=d", "pw")
     assert with_password("postgresql://u:own@h/d", "pw") == "postgresql://u:own@h/d"
+
+
+def test_database_gateway_is_a_boolean(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text('[database]\ndsn = "postgresql://h@pooler:6432/m"\npgbouncer = true\ngateway = true\n')
+    assert load_settings(environ={"MCP_MEMORY_CONFIG": str(path)}).gateway is True
+    path.write_text('[database]\ngateway = "yes"\n')
+    with pytest.raises(ConfigError, match="gateway must be true or false"):
+        load_settings(environ={"MCP_MEMORY_CONFIG": str(path)})
+    assert load_settings(environ={"MCP_MEMORY_HOME": str(tmp_path / "home")}).gateway is False
