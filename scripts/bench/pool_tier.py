@@ -1,9 +1,12 @@
 """The connection tier under thousands of agents (install/pgbouncer/README.md): N simulated agents,
 each a host with its OWN token and its own client connection to PgBouncer (transaction mode, the
 server login forced to one gateway login, `[database] gateway = true`: each transaction proves its
-token), doing the real append/search mix through the core (one Service per agent, a thread each);
-then M agents on direct connections (one backend each) for comparison; and the cost of the proof
-per append (the same host, direct, with and without `gateway`).
+token), doing the real append/search mix through the core (one Service and one connection per
+agent; 80 % append_message, 20 % search_messages of its project; each agent calls at exponential
+gaps of mean --think seconds, carried by 64 worker threads); then M agents on direct connections
+(one backend each) for comparison; and the cost of the proof per append (the same host, direct,
+with and without `gateway`). Searches index first what the project's hosts appended (the core's
+catch-up), in place of one background indexer thread per agent.
 
     python scripts/bench/pool_tier.py --admin-dsn postgresql://postgres:…@127.0.0.1:5444/postgres \\
         [--agents 5000] [--direct-agents 1000] [--duration 60] [--think 10] [--json]
@@ -81,9 +84,11 @@ def run_phase(name: str, settings_for: object, roles: list[tokens.CreatedToken],
         agents.start()
         monitor.reset(pooler_logins, pooled=pooled)
         results = agents.run(duration=duration, think=think)
+        row = {"phase": name, "agents": len(roles), **results, "server_backends_max": monitor.peak}
+        print(f"  {json.dumps(row)}", file=sys.stderr, flush=True)  # each phase as soon as it is measured
     finally:
         agents.close()
-    return {"phase": name, "agents": len(roles), **results, "server_backends_max": monitor.peak}
+    return row
 
 
 def main() -> int:
@@ -112,7 +117,8 @@ def main() -> int:
                                  "duration_s": args.duration, "think_s": args.think}
     try:
         migrate.migrate(owner_dsn)
-        settings = replace(owner.settings, pool_min=1, pool_max=1, auto_migrate=False)
+        # agents: one connection each; logins of 5,000 agents queue at PgBouncer's SCRAM: 30 s to connect
+        settings = replace(owner.settings, pool_min=1, pool_max=1, auto_migrate=False, connect_timeout=30.0)
         roles = create_roles(owner, max(args.agents, args.direct_agents), tag)
         gateway = tokens.create_gateway(owner, name=f"mmbench_{tag}_gw")
         extra.append(gateway.role)

@@ -1,15 +1,18 @@
 """Parts of scripts/bench/pool_tier.py: the PgBouncer it starts (the guide's settings), the agents
-(one core Service and one client connection each, a thread each), and the backend monitor."""
+(one core Service and one client connection each, calls carried by worker threads), and the
+backend monitor."""
 
 from __future__ import annotations
 
 import configparser
+import heapq
 import os
 import random
 import shutil
 import socket
 import statistics
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -28,7 +31,8 @@ from psycopg.conninfo import conninfo_to_dict
 from mcp_memory.config import Settings
 from mcp_memory.core.service import Service
 from mcp_memory.security import tokens
-from mcp_memory.wiring import build
+from mcp_memory.store.db import Database
+from mcp_memory.wiring import build_cleaner
 
 INSTALL = Path(__file__).resolve().parents[2] / "install" / "pgbouncer"
 PGBOUNCER = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
@@ -135,6 +139,50 @@ class Monitor:
                 self.peak = max(self.peak, int(count[0]) if count else 0)
 
 
+class OneConnection:
+    """What Database.transaction asks of its pool, over ONE connection: an agent is one host with one
+    client connection, and psycopg_pool's maintenance threads (four per pool) would make 5,000 agents
+    20,000 threads on the measuring machine. Committed on success, rolled back on error, as the pool."""
+
+    def __init__(self, opener: Callable[[], psycopg.Connection]) -> None:
+        self._opener = opener
+        self._conn: psycopg.Connection | None = None
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def connection(self) -> Iterator[psycopg.Connection]:
+        with self._lock:
+            if self._conn is None or self._conn.closed:
+                self._conn = self._opener()
+            conn = self._conn
+            try:
+                yield conn
+            except BaseException:
+                if not conn.closed:
+                    conn.rollback()
+                raise
+            if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                conn.commit()
+
+    def get_stats(self) -> dict[str, int]:
+        return {}
+
+    def close(self, timeout: float = 0) -> None:
+        if self._conn is not None:
+            self._conn.close()
+
+
+class AgentDatabase(Database):
+    """The core's Database (its transactions, proof, limits, error translation) on OneConnection."""
+
+    def _open_pool(self) -> Any:
+        def opener() -> psycopg.Connection:
+            return psycopg.connect(self.dsn(), application_name=self.application_name,
+                                   connect_timeout=max(1, int(self.settings.connect_timeout)),
+                                   **{**self._pooler_options(), **self._timeout_options()})
+        return OneConnection(opener)
+
+
 class Agents:
     """One thread per agent: its own Service (pool of one connection) logged in with its own token."""
 
@@ -144,12 +192,25 @@ class Agents:
         self.services: list[Service | None] = [None] * len(roles)
         self.sessions: list[str] = [""] * len(roles)
         self.setup_errors: Counter[str] = Counter()
+        self.index_now: list[Callable[[str], None]] = [lambda session_id: None] * len(roles)
 
     def _setup(self, i: int) -> None:
         role = self.roles[i]
         project = role.projects[0] if role.projects else "proj-0"
-        host = build(replace(self.settings, dsn=self.dsn_of(role.role), password=role.token, pgbouncer=self.pooled,
-                             gateway=self.pooled), application_name="bench@agent", local=False)
+        settings = replace(self.settings, dsn=self.dsn_of(role.role), password=role.token, pgbouncer=self.pooled,
+                           gateway=self.pooled)
+        host = Service(AgentDatabase(settings, application_name="bench@agent"), cleaner=build_cleaner(settings))
+        # no indexer thread per agent (5,000 threads): the worker that appended runs the host's
+        # indexer pass right after the call (the same work its background thread does at once)
+        indexer = host.indexer
+
+        def queue_now(session_id: str) -> None:
+            with indexer._cond:
+                indexer._queue.add(session_id)
+            indexer.flush(background=True)
+
+        indexer.submit = lambda session_id: None  # type: ignore[method-assign]
+        self.index_now[i] = queue_now
         self.services[i] = host
         try:
             self.sessions[i] = host.create_session(project, {"title": f"agent {i}"}).session_id
@@ -165,45 +226,68 @@ class Agents:
             for t in threads[batch:batch + 200]:
                 t.join()
         print(f"  {len(self.roles)} agents connected in {time.monotonic() - started:.0f} s "
-              f"({sum(self.setup_errors.values())} failed)", flush=True)
+              f"({sum(self.setup_errors.values())} failed)", file=sys.stderr, flush=True)
 
-    def run(self, *, duration: float, think: float) -> dict[str, Any]:
-        latencies: list[list[float]] = [[] for _ in self.roles]
+    def run(self, *, duration: float, think: float, workers: int = 64) -> dict[str, Any]:
+        """Each agent calls on its own schedule (exponential gaps of mean `think`); `workers` threads
+        carry the calls (5,000 threads of their own would measure this process's scheduler, not
+        the database), each call on the agent's own connection and Service."""
+        latencies: list[float] = []
+        late: list[float] = []
         errors: Counter[str] = Counter()
         lock = threading.Lock()
-        deadline = time.monotonic() + duration
+        rng = random.Random(1)
+        start = time.monotonic()
+        deadline = start + duration
+        due = [(start + rng.uniform(0, think), i) for i, host in enumerate(self.services) if host and self.sessions[i]]
+        heapq.heapify(due)
 
-        def agent(i: int) -> None:
-            rng = random.Random(i)
+        def call(i: int, r: random.Random) -> float:
+            """The call's latency; after an append, the host's indexer pass (its own work, as its
+            background thread would do it at once), not counted in the call."""
             host, sid = self.services[i], self.sessions[i]
-            if host is None or not sid:
-                return
+            assert host is not None
             project = self.roles[i].projects[0] if self.roles[i].projects else "proj-0"
-            time.sleep(rng.uniform(0, think))
-            while time.monotonic() < deadline:
-                started = time.perf_counter()
+            started = time.perf_counter()
+            if r.random() < 0.8:
+                text = " ".join(r.choice(self.words) for _ in range(12))
+                host.append_message(sid, {"role": r.choice(("user", "assistant")), "content": text,
+                                          "append_id": f"msg_{uuid.uuid4().hex}"})
+                took = time.perf_counter() - started
+                self.index_now[i](sid)
+                return took
+            host.search_messages(r.choice(self.words), project_id=project, limit=5)
+            return time.perf_counter() - started
+
+        def worker(seed: int) -> None:
+            r = random.Random(seed)
+            while True:
+                with lock:
+                    if not due or due[0][0] >= deadline or time.monotonic() >= deadline:
+                        return
+                    when, i = heapq.heappop(due)
+                pause = when - time.monotonic()
+                if pause > 0:
+                    time.sleep(pause)
                 try:
-                    if rng.random() < 0.8:
-                        text = " ".join(rng.choice(self.words) for _ in range(12))
-                        host.append_message(sid, {"role": rng.choice(("user", "assistant")), "content": text,
-                                                  "append_id": f"msg_{uuid.uuid4().hex}"})
-                    else:
-                        host.search_messages(rng.choice(self.words), project_id=project, limit=5)
-                    latencies[i].append(time.perf_counter() - started)
+                    took = call(i, r)
+                    with lock:
+                        latencies.append(took)
+                        late.append(max(0.0, -pause))
                 except Exception as exc:  # counted, never retried: an error is an error
                     with lock:
                         errors[f"{type(exc).__name__}: {str(exc)[:120]}"] += 1
-                time.sleep(rng.expovariate(1 / think))
+                with lock:
+                    heapq.heappush(due, (time.monotonic() + r.expovariate(1 / think), i))
 
-        threads = [threading.Thread(target=agent, args=(i,)) for i in range(len(self.roles))]
-        started = time.monotonic()
+        threads = [threading.Thread(target=worker, args=(n,)) for n in range(workers)]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
-        elapsed = time.monotonic() - started
-        flat = [x for per in latencies for x in per]
-        return {"calls": len(flat), "calls_per_s": len(flat) / elapsed, **percentiles(flat),
+        elapsed = time.monotonic() - start
+        return {"calls": len(latencies), "calls_per_s": len(latencies) / elapsed, **percentiles(latencies),
+                "start_late_p95_ms": percentiles(late)["p95_ms"],
                 "errors": sum(errors.values()) + sum(self.setup_errors.values()),
                 "error_kinds": dict((errors + self.setup_errors).most_common(5))}
 

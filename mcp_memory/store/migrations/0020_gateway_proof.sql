@@ -29,8 +29,8 @@ CREATE TABLE gateway_key (
 ALTER TABLE gateway_key ENABLE ROW LEVEL SECURITY;  -- no policy: nobody but the owner sees the row
 REVOKE ALL ON gateway_key FROM PUBLIC;
 
--- A new random key (the migration, and `ALTER`-free rotation by the owner: every proof of a running
--- transaction then fails, the next transaction proves again).
+-- A new random key (run by this migration; the owner may run it again to renew the key: the proof
+-- of a transaction running at that moment fails, the next transaction proves again).
 CREATE FUNCTION mm_gateway_new_key() RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
