@@ -455,12 +455,15 @@ BEGIN
     IF r = 'none' THEN
         RETURN session_user::text;
     END IF;
-    IF r = session_user::text OR mm_is_owner(session_user::text) THEN
+    IF r = session_user::text THEN
         RETURN r;
     END IF;
     -- compared as digests: no early exit on the first differing character of the secret value
     IF shown IS NOT NULL AND pg_catalog.sha256(pg_catalog.convert_to(shown, 'UTF8'))
                              = pg_catalog.sha256(pg_catalog.convert_to(mm_gateway_proof(r), 'UTF8')) THEN
+        RETURN r;
+    END IF;
+    IF mm_is_owner(session_user::text) THEN  -- after the proof: a membership check costs (below)
         RETURN r;
     END IF;
     -- unproven: a role that is no token (a token login taking its group role) has no rights of its
@@ -906,9 +909,10 @@ CREATE FUNCTION public.mm_is_owner(who text) RETURNS boolean
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
-    SELECT coalesce((SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.rolname = who::name), false)
-        OR coalesce(pg_catalog.pg_has_role(who::name, (SELECT c.relowner FROM pg_catalog.pg_class c
-                                                       WHERE c.oid = 'sessions'::regclass), 'MEMBER'::text), false)
+    SELECT NOT EXISTS (SELECT 1 FROM access_tokens t WHERE t.role_name = who)
+       AND (coalesce((SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.rolname = who::name), false)
+            OR coalesce(pg_catalog.pg_has_role(who::name, (SELECT c.relowner FROM pg_catalog.pg_class c
+                                                           WHERE c.oid = 'sessions'::regclass), 'MEMBER'::text), false))
 $$;
 
 CREATE FUNCTION public.mm_may_read(project text) RETURNS boolean

@@ -98,6 +98,8 @@ def main() -> int:
     parser.add_argument("--direct-agents", type=int, default=1000)
     parser.add_argument("--duration", type=float, default=60.0, help="seconds each phase measures")
     parser.add_argument("--think", type=float, default=10.0, help="mean seconds between two calls of one agent")
+    parser.add_argument("--direct-think", type=float, default=None,
+                        help="the same for the direct agents (default: --think; set it to compare equal call rates)")
     parser.add_argument("--proof-rounds", type=int, default=300)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -114,7 +116,8 @@ def main() -> int:
     extra: list[str] = []
     owner = Database(load_settings(dsn=owner_dsn, environ={"MCP_MEMORY_HOME": f"/tmp/mm-pooltier-{tag}"}))
     report: dict[str, object] = {"nofile": hard, "agents": args.agents, "direct_agents": args.direct_agents,
-                                 "duration_s": args.duration, "think_s": args.think}
+                                 "duration_s": args.duration, "think_s": args.think,
+                                 "direct_think_s": args.direct_think or args.think}
     try:
         migrate.migrate(owner_dsn)
         # agents: one connection each; logins of 5,000 agents queue at PgBouncer's SCRAM: 30 s to connect
@@ -137,7 +140,8 @@ def main() -> int:
                                              pooler_logins=extra)
                 report["direct"] = run_phase("direct", settings, roles[:args.direct_agents],
                                              lambda role: tokens.role_dsn(direct, role), pooled=False,
-                                             duration=args.duration, think=args.think, monitor=monitor,
+                                             duration=args.duration, think=args.direct_think or args.think,
+                                             monitor=monitor,
                                              pooler_logins=extra)
     finally:
         owner.close()

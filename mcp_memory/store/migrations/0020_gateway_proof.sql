@@ -71,12 +71,15 @@ BEGIN
     IF r = 'none' THEN
         RETURN session_user::text;
     END IF;
-    IF r = session_user::text OR mm_is_owner(session_user::text) THEN
+    IF r = session_user::text THEN
         RETURN r;
     END IF;
     -- compared as digests: no early exit on the first differing character of the secret value
     IF shown IS NOT NULL AND pg_catalog.sha256(pg_catalog.convert_to(shown, 'UTF8'))
                              = pg_catalog.sha256(pg_catalog.convert_to(mm_gateway_proof(r), 'UTF8')) THEN
+        RETURN r;
+    END IF;
+    IF mm_is_owner(session_user::text) THEN  -- after the proof: a membership check costs (below)
         RETURN r;
     END IF;
     -- unproven: a role that is no token (a token login taking its group role) has no rights of its
@@ -86,6 +89,18 @@ BEGIN
     END IF;
     RETURN session_user::text;
 END $$;
+
+-- Owner or superuser? Never a token role, answered from access_tokens without a membership check:
+-- PostgreSQL 15 keeps the memberships of ONE role per backend and lists them in time quadratic in
+-- their number; a gateway is a member of every token role, so asking about a token role between
+-- two SET ROLEs of the gateway rebuilt its list (5,000 tokens: tens of ms per transaction).
+CREATE OR REPLACE FUNCTION mm_is_owner(who text) RETURNS boolean
+LANGUAGE sql STABLE AS $$
+    SELECT NOT EXISTS (SELECT 1 FROM access_tokens t WHERE t.role_name = who)
+       AND (coalesce((SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.rolname = who::name), false)
+            OR coalesce(pg_catalog.pg_has_role(who::name, (SELECT c.relowner FROM pg_catalog.pg_class c
+                                                           WHERE c.oid = 'sessions'::regclass), 'MEMBER'::text), false))
+$$;
 
 -- A token's projects: only for the proven caller (current_user alone can be switched to).
 CREATE OR REPLACE FUNCTION mm_token_projects(writable boolean) RETURNS text[]
@@ -147,7 +162,7 @@ DO $$
 DECLARE
     f text;
 BEGIN
-    FOREACH f IN ARRAY ARRAY['mm_gateway_new_key()', 'mm_gateway_proof(text)', 'mm_caller()',
+    FOREACH f IN ARRAY ARRAY['mm_gateway_new_key()', 'mm_gateway_proof(text)', 'mm_caller()', 'mm_is_owner(text)',
                              'mm_token_projects(boolean)', 'mm_gateway_prove(text)', 'mm_enter(text)'] LOOP
         EXECUTE format('ALTER FUNCTION %s SET search_path = pg_catalog, %I, pg_temp', f, current_schema());
     END LOOP;
