@@ -28,6 +28,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
@@ -36,7 +37,7 @@ from pool_tier_support import Agents, Monitor, bouncer, percentiles
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from mcp_memory.config import load_settings
+from mcp_memory.config import Settings, load_settings
 from mcp_memory.security import tokens
 from mcp_memory.store import migrate
 from mcp_memory.store.db import Database
@@ -56,11 +57,11 @@ def create_roles(owner: Database, count: int, tag: str) -> list[tokens.CreatedTo
     return made
 
 
-def proof_cost(settings_for: object, token: tokens.CreatedToken, direct: str, rounds: int) -> dict[str, float]:
+def proof_cost(settings_for: Settings, token: tokens.CreatedToken, direct: str, rounds: int) -> dict[str, float]:
     """p50 of one append on the same direct login, with and without the per-transaction proof."""
     out: dict[str, float] = {}
     for gateway in (False, True, False, True):
-        host = build(replace(settings_for, dsn=tokens.role_dsn(direct, token.role), password=token.token,  # type: ignore[type-var]
+        host = build(replace(settings_for, dsn=tokens.role_dsn(direct, token.role), password=token.token,
                              pgbouncer=True, gateway=gateway, pool_min=1, pool_max=1, auto_migrate=False),
                      application_name="bench@proof", local=False)
         try:
@@ -77,7 +78,8 @@ def proof_cost(settings_for: object, token: tokens.CreatedToken, direct: str, ro
     return out
 
 
-def run_phase(name: str, settings_for: object, roles: list[tokens.CreatedToken], dsn_of: object, *, pooled: bool,
+def run_phase(name: str, settings_for: Settings, roles: list[tokens.CreatedToken], dsn_of: Callable[[str], str], *,
+              pooled: bool,
               duration: float, think: float, monitor: Monitor, pooler_logins: list[str]) -> dict[str, object]:
     agents = Agents(settings_for, roles, dsn_of, pooled=pooled, words=WORDS)
     try:
