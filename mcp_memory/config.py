@@ -54,6 +54,7 @@ class Settings:
     direct_dsn: str | None = None  # [database] direct_dsn: LISTEN and session-level locks bypass the pooler
     read_dsns: tuple[str, ...] = ()  # [database] read_dsn: standbys for reads (store/replicas.py)
     max_replica_lag: float = 1.0  # [database] max_replica_lag: seconds; a standby further behind is skipped
+    gateway: bool = False  # [database] gateway: each transaction proves the token, then SET LOCAL ROLE (0020)
     raw: dict[str, Any] = field(default_factory=dict)  # whole config file, for later sections
     embeddings: dict[str, Any] = field(default_factory=dict)  # [embeddings]: semantic search provider
     embeddings_key: str | None = None  # API key of the embedding service (env), never logged
@@ -134,6 +135,7 @@ def load_settings(*, dsn: str | None = None, environ: Mapping[str, str] | None =
         direct_dsn=_direct_dsn(database),
         read_dsns=_read_dsns(database, environ, embedded=dsn is None),
         max_replica_lag=_seconds(database, "max_replica_lag", 1.0),
+        gateway=_bool(database, "gateway", False),
         embedded_as_root=environ.get("MCP_MEMORY_EMBEDDED_AS_ROOT", "") in ("1", "true", "yes")
         or _bool(database, "embedded_as_root", False),
         raw=raw,

@@ -28,7 +28,7 @@ from mcp_memory.wiring import build
 # The support modules at this folder's root (imported by bare name from every tier) get pytest's
 # assertion messages like test modules do; registered before any test module imports them.
 pytest.register_assert_rewrite("agent_fixtures", "archive_support", "http_support", "rest_support",
-                               "security_support", "semantic_support", "ui_support")
+                               "security_support", "semantic_support", "ui_support", "pgbouncer_support")
 
 TEMPLATE = f"mm_template_{os.getpid()}"
 # tests make git commits of their own (tampering with an archive): they must not depend on the

@@ -16,8 +16,10 @@ CREATE SCHEMA pgbouncer;
 REVOKE ALL ON SCHEMA pgbouncer FROM PUBLIC;
 GRANT USAGE ON SCHEMA pgbouncer TO mcp_pgbouncer;
 
-CREATE FUNCTION pgbouncer.user_lookup(p_user text, OUT username text, OUT password text)
-RETURNS record
+-- No row for an unknown, expired or revoked login (a function returning one record would answer a
+-- row of NULLs, which PgBouncer reports as "bouncer config error" instead of a refused password).
+CREATE FUNCTION pgbouncer.user_lookup(p_user text)
+RETURNS TABLE (username text, password text)
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
     SELECT a.rolname::text, a.rolpassword
     FROM pg_catalog.pg_authid a

@@ -2,13 +2,15 @@
 
 The bearer token is the one `token create` printed. Its SHA-256 digest is checked by the database
 against the one `access_tokens` holds for its role (mm_check_token: the role must still be allowed
-to log in; the server's own login, a gateway, reads no table), and a verified token is remembered for `recheck_seconds` (by its digest: nothing of the
-token is kept in clear), so that a revoked token stops working within that time.
+to log in; the server's own login, a gateway, reads no table), and a verified token is remembered for
+`recheck_seconds` (by its digest), so that a revoked token stops working within that time. The
+digest check is cached; the proof is not: each transaction proves the token again (mm_enter,
+migration 0020, store/roles.py), so the role's service keeps its token in memory.
 
 Every request of every token runs on ONE pool of the server's own connections (`[http] pool_max`):
-each transaction starts with `SET LOCAL ROLE <token role>`, so row-level security and the write
-functions see the token's role exactly as on a connection that logged in with it (migration 0007
-reads the caller from the `role` setting), and the number of tokens never bounds the number of
+each transaction starts with `mm_enter(<token>)` (its proof, then `SET LOCAL ROLE <token role>`), so
+row-level security and the write functions see the token's role exactly as on a connection that
+logged in with it, and the number of tokens never bounds the number of
 connections: 200 tokens share the same few. Long-poll reads (`wait_seconds`) of every token share
 the server's one append listener (one LISTEN connection, woken notifications fanned out in memory).
 """
@@ -48,7 +50,9 @@ class TokenRegistry:
         self.recheck_seconds = recheck_seconds
         self.max_tokens = max_tokens
         self.clock = clock
-        shared = replace(settings, dsn=base_dsn, dsn_source="flag", pool_min=0, pool_max=pool_max, auto_migrate=False)
+        # the server proves each token itself (RoleDatabase): its own login is no token
+        shared = replace(settings, dsn=base_dsn, dsn_source="flag", pool_min=0, pool_max=pool_max, auto_migrate=False,
+                         gateway=False)
         self.shared = factory(shared)
         self._verified: OrderedDict[bytes, tuple[str, float]] = OrderedDict()
         self._services: OrderedDict[str, Service] = OrderedDict()
@@ -80,7 +84,7 @@ class TokenRegistry:
         key = tokens.token_digest(token)
         if force or not self.is_fresh(token):
             self._verify(role, key)
-        return self._service(role)
+        return self._service(role, token)
 
     def _verify(self, role: str, key: bytes) -> None:
         if not token_accepted(self.shared.db, role, key):
@@ -93,15 +97,17 @@ class TokenRegistry:
             while len(self._verified) > self.max_tokens:
                 self._verified.popitem(last=False)
 
-    def _service(self, role: str) -> Service:
+    def _service(self, role: str, token: str) -> Service:
         evicted: list[Service] = []
         with self._lock:
             service = self._services.get(role)
+            if service is not None and isinstance(service.db, RoleDatabase) and service.db.token != token:
+                service.db.token = token  # the role's token as verified just now
             if service is None:
                 base = self.shared
                 # one LISTEN for the whole server: the shared service's, on its own login (LISTEN needs
                 # no privilege); each role still asks for its channel keys itself
-                service = Service(RoleDatabase(base.db, role), cleaner=base.cleaner, embedder=base.embedder,
+                service = Service(RoleDatabase(base.db, role, token), cleaner=base.cleaner, embedder=base.embedder,
                                   append_listener=base.appends.listener)
                 self._services[role] = service
             self._services.move_to_end(role)

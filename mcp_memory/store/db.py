@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..config import Settings
@@ -34,6 +35,7 @@ class Database:
         self._lock = threading.Lock()
         self._pool: ConnectionPool | None = None
         self._dsn: str | None = None
+        self._token: str | None = None
         self._before_close: list[Callable[[], object]] = []
         # run last inside each transaction that succeeded (store/replicas.py notes the write position)
         self.after_transaction: Callable[[psycopg.Connection], None] | None = None
@@ -157,7 +159,7 @@ class Database:
         """Forget the pool and DSN after a failure, so the next call reconnects (or restarts the
         embedded server) instead of waiting on a pool that lost its server."""
         with self._lock:
-            pool, self._pool, self._dsn = self._pool, None, None
+            pool, self._pool, self._dsn, self._token = self._pool, None, None, None
         if pool is not None:
             pool.close(timeout=0)
 
@@ -173,11 +175,11 @@ class Database:
                     armed = WATCHDOG.arm(conn, self.settings.call_timeout)
                     if self.settings.pgbouncer:
                         # PgBouncer passes no startup options: the limits are set per transaction
-                        conn.execute("SELECT set_config('statement_timeout', %s, true), "
-                                     "set_config('lock_timeout', %s, true)", self._timeout_settings())
+                        self._begin(conn, self._timeout_settings())
+                    elif self.settings.gateway:
+                        self._begin(conn, None)
                 else:
-                    conn.execute("SET LOCAL statement_timeout = 0")
-                    conn.execute("SET LOCAL lock_timeout = 0")
+                    self._begin(conn, ("0", "0"))
                 try:
                     yield conn
                     if self.after_transaction is not None:
@@ -194,6 +196,31 @@ class Database:
             raise
         finally:
             WATCHDOG.disarm(armed)
+
+    def _begin(self, conn: psycopg.Connection, limits: tuple[str, str] | None) -> None:
+        """The first statement of a pooled transaction, one round trip: its limits (when given) and,
+        with `[database] gateway`, the token's proof and the switch to its role (mm_enter, migration
+        0020): behind a pooler that logs every host in as one gateway login, a role counts only with
+        the proof of this transaction."""
+        parts = ["set_config('statement_timeout', %s, true)", "set_config('lock_timeout', %s, true)"] \
+            if limits else []
+        params: list[str] = list(limits or ())
+        if self.settings.gateway:
+            parts.append("mm_enter(%s)")
+            params.append(self._gateway_token())
+        if parts:
+            conn.execute("SELECT " + ", ".join(parts), params)
+
+    def _gateway_token(self) -> str:
+        """The token this host proves each transaction with: the password of its DSN (the DSN itself,
+        MCP_MEMORY_PASSWORD or the keyring: the password PgBouncer checked at login)."""
+        if self._token is None:
+            token = conninfo_to_dict(self.dsn()).get("password")
+            if not token:
+                raise Invalid("[database] gateway = true needs the host's token: the password of [database] dsn "
+                              "(in the DSN, MCP_MEMORY_PASSWORD or the keyring: `mcp-memory login`)")
+            self._token = str(token)
+        return self._token
 
     def _explain_no_connection(self, exc: Unavailable) -> None:
         """A revoked token's open connections are ended like those of a server shutting down: one
@@ -273,7 +300,7 @@ def translate_errors() -> Iterator[None]:
 
 # libpq's words for a refused login (no SQLSTATE reaches the client for these)
 LOGIN_REFUSED = re.compile(r"authentication failed|role \".*\" does not exist|not permitted to log in|"
-                           r"no pg_hba\.conf entry|password is required|"
+                           r"no pg_hba\.conf entry|password is required|no such user|"
                            r"terminating connection due to administrator command", re.IGNORECASE)
 
 

@@ -253,7 +253,7 @@ class Reads:
         """The standby as the service's role sees it (a REST token's role: SET LOCAL ROLE there too)."""
         from .roles import RoleDatabase
 
-        return RoleDatabase(standby, self.db.role) if isinstance(self.db, RoleDatabase) else standby
+        return RoleDatabase(standby, self.db.role, self.db.token) if isinstance(self.db, RoleDatabase) else standby
 
 
 _SETS: weakref.WeakKeyDictionary[Database, Replicas] = weakref.WeakKeyDictionary()

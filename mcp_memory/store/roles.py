@@ -1,8 +1,11 @@
-"""A view of the shared pool that runs every transaction as one token role (`SET LOCAL ROLE`).
+"""A view of the shared pool that runs every transaction as one token role.
 
-REST serves every token on the server's own pool (http/auth.py). `SET LOCAL` ends with the
-transaction, so a connection goes back to the pool as the server's login whatever happened; a role
-that no longer exists (a revoked token) fails the `SET` and the request is refused.
+REST serves every token on the server's own pool (http/auth.py). Each transaction starts with
+`mm_enter(token)` (migration 0020): the database checks the token's digest, stores this
+transaction's proof and switches to the role (`SET LOCAL ROLE`), so a gateway login without the
+token — a leaked password alone — is nobody to row-level security. The switch ends with the
+transaction: a connection goes back to the pool as the server's login whatever happened; a revoked
+or expired token gets no proof and the request is refused.
 """
 
 from __future__ import annotations
@@ -21,10 +24,11 @@ from .sql import q
 
 
 class RoleDatabase(Database):
-    def __init__(self, shared: Database, role: str) -> None:
+    def __init__(self, shared: Database, role: str, token: str) -> None:
         super().__init__(shared.settings, application_name=shared.application_name)
         self.shared = shared
         self.role = role
+        self.token = token  # kept for the proof of every transaction (only its holder sent it)
 
     @property
     def kind(self) -> str:
@@ -42,7 +46,7 @@ class RoleDatabase(Database):
     @contextmanager
     def transaction(self, *, bounded: bool = True) -> Iterator[psycopg.Connection]:
         with self.shared.transaction(bounded=bounded) as conn:
-            self._set_role(conn, local=True)
+            self._enter(conn)
             yield conn
 
     def connect(self, **kwargs: object) -> psycopg.Connection:
@@ -55,6 +59,23 @@ class RoleDatabase(Database):
             conn.close()
             raise
         return conn
+
+    def _enter(self, conn: psycopg.Connection) -> None:
+        """The proof of this transaction and the switch to the role, one round trip."""
+        try:
+            row = conn.execute("SELECT mm_enter(%s)", (self.token,)).fetchone()
+        except psycopg.errors.UndefinedFunction as exc:
+            raise Unavailable("the database schema predates migration 0020 (mm_enter): the database owner must "
+                              "run `mcp-memory db migrate`") from exc
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise Unavailable(f"the server's database login may not act as token role {self.role} "
+                              "(grant it: GRANT <role> TO <server login> WITH SET TRUE)") from exc
+        except psycopg.Error as exc:
+            if exc.sqlstate == "MM403":  # revoked, expired or unknown
+                raise Unauthorized("the token was not accepted (revoked, expired or mistyped)") from exc
+            raise
+        if not row or row[0] != self.role:
+            raise Unauthorized("the token was not accepted (revoked, expired or mistyped)")
 
     def _set_role(self, conn: psycopg.Connection, *, local: bool) -> None:
         statement = "SET LOCAL ROLE {}" if local else "SET ROLE {}"

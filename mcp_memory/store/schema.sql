@@ -445,11 +445,34 @@ CREATE FUNCTION public.mm_bump_memory(p_session_id text) RETURNS void
 $$;
 
 CREATE FUNCTION public.mm_caller() RETURNS text
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
-    SELECT CASE WHEN pg_catalog."current_setting"('role') = 'none' THEN session_user::text ELSE pg_catalog."current_setting"('role') END
-$$;
+DECLARE
+    r text := pg_catalog.current_setting('role');
+    shown text := pg_catalog.current_setting('mm.gateway_proof', true);
+BEGIN
+    IF r = 'none' THEN
+        RETURN session_user::text;
+    END IF;
+    IF r = session_user::text THEN
+        RETURN r;
+    END IF;
+    -- compared as digests: no early exit on the first differing character of the secret value
+    IF shown IS NOT NULL AND pg_catalog.sha256(pg_catalog.convert_to(shown, 'UTF8'))
+                             = pg_catalog.sha256(pg_catalog.convert_to(mm_gateway_proof(r), 'UTF8')) THEN
+        RETURN r;
+    END IF;
+    IF mm_is_owner(session_user::text) THEN  -- after the proof: a membership check costs (below)
+        RETURN r;
+    END IF;
+    -- unproven: a role that is no token (a token login taking its group role) has no rights of its
+    -- own and stays the caller; a token role taken without its proof is not: the login is
+    IF NOT EXISTS (SELECT 1 FROM access_tokens t WHERE t.role_name = r) THEN
+        RETURN r;
+    END IF;
+    RETURN session_user::text;
+END $$;
 
 CREATE FUNCTION public.mm_canonical_json(j jsonb) RETURNS text
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
@@ -656,6 +679,17 @@ BEGIN
     PERFORM mm_grant_table(tbl);
 END $$;
 
+CREATE FUNCTION public.mm_enter(p_token text) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    who text := mm_gateway_prove(p_token);
+BEGIN
+    PERFORM pg_catalog.set_config('role', who, true);
+    RETURN who;
+END $$;
+
 CREATE FUNCTION public.mm_forget_session_index(p_session_id text, p_shard smallint) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
@@ -708,6 +742,57 @@ BEGIN
     INSERT INTO search_progress (session_id, project_id, indexed_seq, stored_seq)
     VALUES (s.session_id, s.project_id, s.last_seq, s.last_seq);
     RETURN NEXT s;
+END $$;
+
+CREATE FUNCTION public.mm_gateway_new_key() RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    k bytea := pg_catalog.sha256(pg_catalog.convert_to(pg_catalog.gen_random_uuid()::text || pg_catalog.clock_timestamp()::text
+                                 || pg_catalog.random()::text || pg_catalog.gen_random_uuid()::text
+                                 || pg_catalog.gen_random_uuid()::text, 'UTF8'))
+               || pg_catalog.sha256(pg_catalog.convert_to(pg_catalog.gen_random_uuid()::text || pg_catalog.random()::text,
+                                                          'UTF8'));
+    ipad bytea := k;
+    opad bytea := k;
+    i integer;
+BEGIN
+    FOR i IN 0 .. 63 LOOP
+        ipad := pg_catalog.set_byte(ipad, i, pg_catalog.get_byte(k, i) # 54);   -- 0x36
+        opad := pg_catalog.set_byte(opad, i, pg_catalog.get_byte(k, i) # 92);   -- 0x5c
+    END LOOP;
+    INSERT INTO gateway_key (id, inner_pad, outer_pad) VALUES (true, ipad, opad)
+    ON CONFLICT (id) DO UPDATE SET inner_pad = excluded.inner_pad, outer_pad = excluded.outer_pad;
+END $$;
+
+CREATE FUNCTION public.mm_gateway_proof(p_role text) RETURNS text
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    SELECT pg_catalog.encode(pg_catalog.sha256(k.outer_pad || pg_catalog.sha256(k.inner_pad || pg_catalog.convert_to(
+               p_role || '/' || session_user::text || '/' || pg_catalog.pg_backend_pid()::text || '/'
+               || (EXTRACT(epoch FROM pg_catalog.now()) * 1000000)::bigint::text, 'UTF8'))), 'hex')
+    FROM gateway_key k WHERE k.id
+$$;
+
+CREATE FUNCTION public.mm_gateway_prove(p_token text) RETURNS text
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    who text;
+BEGIN
+    SELECT t.role_name INTO who
+    FROM access_tokens t JOIN pg_catalog.pg_roles r ON r.rolname = t.role_name::name
+    WHERE t.token_sha256 = pg_catalog.sha256(pg_catalog.convert_to(coalesce(p_token, ''), 'UTF8'))
+      AND r.rolcanlogin AND (r.rolvaliduntil IS NULL OR r.rolvaliduntil > pg_catalog.now())
+    LIMIT 1;
+    IF who IS NULL THEN
+        RAISE EXCEPTION 'the token was not accepted (revoked, expired or mistyped)' USING ERRCODE = 'MM403';
+    END IF;
+    PERFORM pg_catalog.set_config('mm.gateway_proof', mm_gateway_proof(who), true);
+    RETURN who;
 END $$;
 
 CREATE FUNCTION public.mm_grant_table(tbl regclass, deletable boolean DEFAULT true, protect text[] DEFAULT '{}'::text[], frozen text[] DEFAULT '{}'::text[]) RETURNS void
@@ -824,9 +909,10 @@ CREATE FUNCTION public.mm_is_owner(who text) RETURNS boolean
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
-    SELECT coalesce((SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.rolname = who::name), false)
-        OR coalesce(pg_catalog.pg_has_role(who::name, (SELECT c.relowner FROM pg_catalog.pg_class c
-                                                       WHERE c.oid = 'sessions'::regclass), 'MEMBER'::text), false)
+    SELECT NOT EXISTS (SELECT 1 FROM access_tokens t WHERE t.role_name = who)
+       AND (coalesce((SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.rolname = who::name), false)
+            OR coalesce(pg_catalog.pg_has_role(who::name, (SELECT c.relowner FROM pg_catalog.pg_class c
+                                                           WHERE c.oid = 'sessions'::regclass), 'MEMBER'::text), false))
 $$;
 
 CREATE FUNCTION public.mm_may_read(project text) RETURNS boolean
@@ -1360,9 +1446,9 @@ CREATE FUNCTION public.mm_token_projects(writable boolean) RETURNS text[]
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
-    SELECT coalesce(pg_catalog."array_agg"(p.project_id), '{}')
+    SELECT coalesce(pg_catalog.array_agg(p.project_id), '{}')
     FROM access_token_projects p JOIN access_tokens t ON t.role_name = p.role_name
-    WHERE t.role_name = current_user AND (NOT writable OR NOT t.read_only)
+    WHERE t.role_name = current_user AND t.role_name = mm_caller() AND (NOT writable OR NOT t.read_only)
 $$;
 
 CREATE FUNCTION public.mm_update_decision(p_decision_id text, p_expected_version integer, p_status text, p_summary text, p_rationale text, p_alternatives jsonb, p_metadata jsonb, p_tsv tsvector) RETURNS integer
@@ -1634,6 +1720,13 @@ ALTER TABLE public.export_jobs ALTER COLUMN job_id ADD GENERATED BY DEFAULT AS I
     CACHE 1
 );
 
+CREATE TABLE public.gateway_key (
+    id boolean DEFAULT true NOT NULL,
+    inner_pad bytea NOT NULL,
+    outer_pad bytea NOT NULL,
+    CONSTRAINT gateway_key_id_check CHECK (id)
+);
+
 CREATE TABLE public.host_reports (
     role_name text NOT NULL,
     host text NOT NULL,
@@ -1769,6 +1862,9 @@ ALTER TABLE ONLY public.export_jobs
 ALTER TABLE ONLY public.export_jobs
     ADD CONSTRAINT export_jobs_snapshot_id_key UNIQUE (snapshot_id);
 
+ALTER TABLE ONLY public.gateway_key
+    ADD CONSTRAINT gateway_key_pkey PRIMARY KEY (id);
+
 ALTER TABLE ONLY public.host_reports
     ADD CONSTRAINT host_reports_pkey PRIMARY KEY (role_name, host);
 
@@ -1819,6 +1915,8 @@ ALTER TABLE ONLY public.snapshots
 
 ALTER TABLE ONLY public.synonyms
     ADD CONSTRAINT synonyms_pkey PRIMARY KEY (term);
+
+CREATE INDEX access_tokens_token_sha256 ON public.access_tokens USING btree (token_sha256);
 
 CREATE INDEX decisions_id ON public.decisions USING btree (decision_id);
 
@@ -1911,6 +2009,8 @@ ALTER TABLE public.embedding_watermarks ENABLE ROW LEVEL SECURITY;
 
 ALTER TABLE public.export_jobs ENABLE ROW LEVEL SECURITY;
 
+ALTER TABLE public.gateway_key ENABLE ROW LEVEL SECURITY;
+
 ALTER TABLE public.host_reports ENABLE ROW LEVEL SECURITY;
 
 ALTER TABLE public.message_embeddings ENABLE ROW LEVEL SECURITY;
@@ -1971,13 +2071,13 @@ CREATE POLICY mm_insert ON public.sessions FOR INSERT WITH CHECK (((project_id =
 
 CREATE POLICY mm_insert ON public.snapshots FOR INSERT WITH CHECK (((project_id = ANY (( SELECT public.mm_token_projects(true) AS mm_token_projects)::text[])) OR ('*'::text = ANY (( SELECT public.mm_token_projects(true) AS mm_token_projects)::text[]))));
 
-CREATE POLICY mm_own ON public.access_token_projects FOR SELECT USING ((role_name = CURRENT_USER));
+CREATE POLICY mm_own ON public.access_token_projects FOR SELECT USING (((role_name = CURRENT_USER) AND (role_name = ( SELECT public.mm_caller() AS mm_caller))));
 
-CREATE POLICY mm_own ON public.access_tokens FOR SELECT USING ((role_name = CURRENT_USER));
+CREATE POLICY mm_own ON public.access_tokens FOR SELECT USING (((role_name = CURRENT_USER) AND (role_name = ( SELECT public.mm_caller() AS mm_caller))));
 
 CREATE POLICY mm_read ON public.decision_versions FOR SELECT USING (((project_id = ANY (( SELECT public.mm_token_projects(false) AS mm_token_projects)::text[])) OR ('*'::text = ANY (( SELECT public.mm_token_projects(false) AS mm_token_projects)::text[]))));
 
-CREATE POLICY mm_read ON public.decisions FOR SELECT USING (((visibility = 'public'::text) OR (((project_id IS NULL) OR (project_id = ANY (( SELECT public.mm_token_projects(false) AS mm_token_projects)::text[])) OR ('*'::text = ANY (( SELECT public.mm_token_projects(false) AS mm_token_projects)::text[]))) AND ((visibility <> 'private'::text) OR (created_by = CURRENT_USER)))));
+CREATE POLICY mm_read ON public.decisions FOR SELECT USING (((visibility = 'public'::text) OR (((project_id IS NULL) OR (project_id = ANY (( SELECT public.mm_token_projects(false) AS mm_token_projects)::text[])) OR ('*'::text = ANY (( SELECT public.mm_token_projects(false) AS mm_token_projects)::text[]))) AND ((visibility <> 'private'::text) OR (created_by = ( SELECT public.mm_caller() AS mm_caller))))));
 
 CREATE POLICY mm_read ON public.embedding_watermarks FOR SELECT USING (((project_id IS NULL) OR (project_id = ANY (( SELECT public.mm_token_projects(false) AS mm_token_projects)::text[])) OR ('*'::text = ANY (( SELECT public.mm_token_projects(false) AS mm_token_projects)::text[]))));
 

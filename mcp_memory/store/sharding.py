@@ -31,6 +31,7 @@ REFERENCE = frozenset({
     "agents", "embedding_models", "synonyms",
     "search_doc_stats", "search_term_stats",  # per-project ranking statistics joined by every search
     "retired_months",  # every append and read asks whether its session's month has left the hot tables
+    "gateway_key",  # every worker checks the proof of a transaction that switched to a token role
 })
 COORDINATOR = frozenset({
     "export_jobs", "archive_leader", "archive_nodes",  # the archiver's queue and lease: one writer

@@ -88,3 +88,13 @@ def test_read_dsn_one_or_a_list_env_first_and_checked(tmp_path: Path) -> None:
     cfg.write_text('[database]\nread_dsn = "postgresql://r@s1/db"\n')
     with pytest.raises(ConfigError, match=r"read_dsn needs \[database\] dsn"):
         load_settings(environ=env)
+
+
+def test_database_gateway_is_a_boolean(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text('[database]\ndsn = "postgresql://h@pooler:6432/m"\npgbouncer = true\ngateway = true\n')
+    assert load_settings(environ={"MCP_MEMORY_CONFIG": str(path)}).gateway is True
+    path.write_text('[database]\ngateway = "yes"\n')
+    with pytest.raises(ConfigError, match="gateway must be true or false"):
+        load_settings(environ={"MCP_MEMORY_CONFIG": str(path)})
+    assert load_settings(environ={"MCP_MEMORY_HOME": str(tmp_path / "home")}).gateway is False

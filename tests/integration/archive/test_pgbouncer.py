@@ -6,23 +6,17 @@ lease and LISTEN direct). Skipped where PgBouncer is not installed."""
 from __future__ import annotations
 
 import configparser
-import os
-import pwd
-import shutil
-import socket
-import subprocess
-import tempfile
 import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
 import psycopg
 import pytest
 from archive_support import messages
+from pgbouncer_support import running_pgbouncer
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
@@ -33,62 +27,6 @@ from mcp_memory.store.db import Database
 from mcp_memory.wiring import build
 
 pytest_plugins = ["security_support"]
-
-PGBOUNCER = shutil.which("pgbouncer") or ("/usr/sbin/pgbouncer" if os.access("/usr/sbin/pgbouncer", os.X_OK) else None)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextmanager
-def running_pgbouncer(target: dict, databases: str, settings_lines: str,
-                      files: dict[str, str] | None = None) -> Iterator[tuple[int, Path]]:
-    """PgBouncer with this configuration (`{folder}` in it: its folder), on a free port of 127.0.0.1
-    (yields its port and folder). Its folder is made in TMPDIR (pytest's own folders are private to root, and PgBouncer runs as an
-    unprivileged user); stopped by its PID."""
-    if PGBOUNCER is None:
-        pytest.skip("pgbouncer is not installed (apt-get install pgbouncer)")
-    port = free_port()
-    folder = Path(tempfile.mkdtemp(prefix="mm-pgbouncer-"))
-    folder.chmod(0o755)
-    args = [PGBOUNCER, str(folder / "pgbouncer.ini")]
-    if os.geteuid() == 0:  # PgBouncer does not run as root: as the owner of the server's socket folder
-        owner = pwd.getpwuid(os.stat(target["host"]).st_uid).pw_name if target.get("host", "").startswith("/") \
-            else "postgres"
-        if owner == "root":
-            pytest.skip("the test server runs as root; PgBouncer cannot reach it as another user")
-        args[1:1] = ["-u", owner]
-    for name, text in {**(files or {}), "pgbouncer.ini": (
-            f"[databases]\n{databases}\n[pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = {port}\n"
-            f"unix_socket_dir =\npool_mode = transaction\nmax_client_conn = 100\ndefault_pool_size = 5\n"
-            f"{settings_lines}".replace("{folder}", str(folder)))}.items():
-        (folder / name).write_text(text)
-        (folder / name).chmod(0o644)
-    log = (folder / "pgbouncer.out").open("w")
-    proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 15
-        while True:
-            with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"pgbouncer did not start: {(folder / 'pgbouncer.out').read_text()[-2000:]}")
-            time.sleep(0.1)
-        yield port, folder
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-        log.close()
-        shutil.rmtree(folder, ignore_errors=True)
-
 
 @pytest.fixture
 def pooled_dsn(settings) -> Iterator[str]:
@@ -212,7 +150,9 @@ def auth_query_bouncer(settings, password_server: str) -> Iterator[tuple[int, st
     try:
         guide = _guide_ini()
         name = next(iter(guide["databases"]))
-        assert "user=" not in guide["databases"][name]  # a forced user would make every host one role
+        # the guide forces the gateway login (the tier: tests/integration/security/test_gateway_tier.py);
+        # here the per-role variant it also describes: the [databases] entry without user=
+        assert "user=" in guide["databases"][name]
         wanted = {k: guide["pgbouncer"][k] for k in ("auth_type", "auth_user", "auth_query")}
         assert guide["pgbouncer"]["pool_mode"] == "transaction" and wanted["auth_type"] == "scram-sha-256"
         wanted["auth_user"] = wanted["auth_user"].replace("mcp_pgbouncer", lookup)
@@ -259,6 +199,6 @@ def test_hosts_log_in_through_pgbouncer_as_their_own_roles_with_auth_query(
         found = {who: conn.execute("SELECT username, left(password, 14) FROM pgbouncer.user_lookup(%s)",
                                    (who,)).fetchone() for who in (host.role, superuser, owner_of_schema)}
         assert found[host.role] == (host.role, "SCRAM-SHA-256$")
-        assert found[superuser] == (None, None) and found[owner_of_schema] == (None, None)
+        assert found[superuser] is None and found[owner_of_schema] is None  # no row: PgBouncer says "no such user"
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute("SELECT count(*) FROM sessions")  # it reads nothing else
