@@ -58,6 +58,34 @@ BEGIN
     RETURN NEW;
 END $$;
 
+CREATE FUNCTION public.mm_add_month_partition(tbl text, m date) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    -- in the parent's schema (the function's search_path starts with pg_catalog)
+    nsp text := (SELECT n.nspname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+                 WHERE c.oid = pg_catalog.to_regclass(tbl));
+    name text := pg_catalog.format('%I.%I', nsp, tbl || '_p' || pg_catalog.to_char(m, 'YYYYMM'));
+    hi date := (m + interval '1 month')::date;
+    spill boolean;
+BEGIN
+    EXECUTE pg_catalog.format('SELECT EXISTS (SELECT 1 FROM %I WHERE part_month >= %L AND part_month < %L)',
+                              tbl || '_default', m, hi) INTO spill;
+    IF spill THEN
+        EXECUTE pg_catalog.format('CREATE TABLE %s (LIKE %s INCLUDING DEFAULTS INCLUDING CONSTRAINTS)', name, tbl);
+        EXECUTE pg_catalog.format('WITH moved AS (DELETE FROM %I WHERE part_month >= %L AND part_month < %L RETURNING *)'
+                                  ' INSERT INTO %s SELECT * FROM moved', tbl || '_default', m, hi, name);
+        EXECUTE pg_catalog.format('ALTER TABLE %I ATTACH PARTITION %s FOR VALUES FROM (%L) TO (%L)', tbl, name, m, hi);
+    ELSE
+        EXECUTE pg_catalog.format('CREATE TABLE %s PARTITION OF %I FOR VALUES FROM (%L) TO (%L)', name, tbl, m, hi);
+    END IF;
+    -- reached only through the parent (whose grants and policies apply); direct access is refused
+    EXECUTE pg_catalog.format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY', name);
+    EXECUTE pg_catalog.format('REVOKE ALL ON %s FROM PUBLIC', name);
+    RETURN name;
+END $$;
+
 CREATE FUNCTION public.mm_agents() RETURNS TABLE(name text, description text, created_at timestamp with time zone)
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
@@ -90,6 +118,10 @@ BEGIN
        OR (p_created IS NOT NULL AND pg_catalog.cardinality(p_created) <> n) THEN
         RAISE EXCEPTION 'append needs one append_id, role and payload per message' USING ERRCODE = 'MM400';
     END IF;
+    IF EXISTS (SELECT 1 FROM retired_months r WHERE r.part_month = s.part_month) THEN
+        RAISE EXCEPTION 'session % belongs to month %, which has retired from the hot tables: append to a new session',
+            p_session_id, pg_catalog.to_char(s.part_month, 'YYYY-MM') USING ERRCODE = 'MM409';
+    END IF;
     FOR i IN 1..n LOOP
         IF p_append_ids[i] IS NULL OR p_append_ids[i] = '' OR pg_catalog.length(p_append_ids[i]) > 200 THEN
             RAISE EXCEPTION 'messages[%] append_id must be 1 to 200 characters', i - 1 USING ERRCODE = 'MM400';
@@ -97,7 +129,8 @@ BEGIN
         payload := mm_check_message(i, p_roles[i], p_payloads[i], p_created[i]);
         digest := CASE WHEN trusted AND p_hashes[i] IS NOT NULL THEN p_hashes[i] ELSE mm_payload_hash(payload) END;
         SELECT m.seq, m.payload_hash INTO stored_seq, stored_hash
-        FROM messages m WHERE m.session_id = p_session_id AND m.append_id = p_append_ids[i];
+        FROM messages m WHERE m.session_id = p_session_id AND m.part_month = s.part_month
+                          AND m.append_id = p_append_ids[i];
         IF FOUND THEN
             IF stored_hash <> digest THEN
                 RAISE EXCEPTION 'append_id % was already used with a different payload (seq %)', p_append_ids[i],
@@ -108,9 +141,9 @@ BEGIN
         ELSE
             last := last + 1;
             INSERT INTO messages (session_id, seq, project_id, append_id, role, payload, payload_hash, created_at,
-                                  written_by)
+                                  written_by, part_month)
             VALUES (p_session_id, last, s.project_id, p_append_ids[i], p_roles[i], payload, digest,
-                    coalesce(p_created[i], pg_catalog.now()), who);
+                    coalesce(p_created[i], pg_catalog.now()), who, s.part_month);
             seq := last;
             duplicate := false;
         END IF;
@@ -598,6 +631,7 @@ CREATE TABLE public.sessions (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     memory_changes bigint DEFAULT 0 NOT NULL,
+    part_month date GENERATED ALWAYS AS ((date_trunc('month'::text, (created_at AT TIME ZONE 'UTC'::text)))::date) STORED,
     CONSTRAINT sessions_check CHECK (((parent_session_id IS NULL) = (fork_seq IS NULL))),
     CONSTRAINT sessions_fork_seq_check CHECK ((fork_seq >= 0)),
     CONSTRAINT sessions_last_seq_check CHECK ((last_seq >= 0)),
@@ -677,6 +711,38 @@ CREATE FUNCTION public.mm_enable_session_rls(tbl regclass) RETURNS void
 BEGIN
     PERFORM mm_apply_policies(tbl, 'mm_session_in_scope(session_id, false)', 'mm_session_in_scope(session_id, true)');
     PERFORM mm_grant_table(tbl);
+END $$;
+
+CREATE FUNCTION public.mm_ensure_partitions(p_months_ahead integer) RETURNS text[]
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    tbl text;
+    m date;
+    months date[];
+    spilled date[];
+    made text[] := '{}';
+    this_month date := pg_catalog.date_trunc('month', pg_catalog.now() AT TIME ZONE 'UTC')::date;
+BEGIN
+    IF p_months_ahead IS NULL OR p_months_ahead NOT BETWEEN 0 AND 120 THEN
+        RAISE EXCEPTION 'months_ahead must be 0 to 120' USING ERRCODE = 'MM400';
+    END IF;
+    SELECT pg_catalog.array_agg((this_month + pg_catalog.make_interval(months => i))::date)
+    INTO months FROM pg_catalog.generate_series(0, p_months_ahead) AS i;
+    FOREACH tbl IN ARRAY coalesce(mm_partitioned_tables(), '{}') LOOP
+        EXECUTE pg_catalog.format('SELECT pg_catalog.array_agg(DISTINCT part_month) FROM %I', tbl || '_default')
+            INTO spilled;
+        months := months || coalesce(spilled, '{}');
+    END LOOP;
+    FOREACH tbl IN ARRAY coalesce(mm_partitioned_tables(), '{}') LOOP
+        FOR m IN SELECT DISTINCT x FROM pg_catalog.unnest(months) AS x ORDER BY 1 LOOP
+            IF mm_month_partition(tbl, m) IS NULL THEN
+                made := made || mm_add_month_partition(tbl, m);
+            END IF;
+        END LOOP;
+    END LOOP;
+    RETURN made;
 END $$;
 
 CREATE FUNCTION public.mm_enter(p_token text) RETURNS text
@@ -880,12 +946,12 @@ BEGIN
         RAISE EXCEPTION 'index rows of session % must lie in (%, %]', p_session_id, mark, s.last_seq
             USING ERRCODE = 'MM400';
     END IF;
-    INSERT INTO message_search (session_id, seq, project_id, role, created_at, doc_len, tsv, echo)
+    INSERT INTO message_search (session_id, seq, project_id, role, created_at, doc_len, tsv, echo, part_month)
     SELECT p_session_id, m.seq, s.project_id, m.role, m.created_at, greatest(x.doc_len, 0), x.tsv::tsvector,
-           coalesce(x.echo, false)
+           coalesce(x.echo, false), s.part_month
     FROM ROWS FROM (pg_catalog.unnest(p_seqs), pg_catalog.unnest(p_doc_lens), pg_catalog.unnest(p_tsvs),
                     pg_catalog.unnest(coalesce(p_echoes, '{}'::boolean[]))) AS x(seq, doc_len, tsv, echo)
-    JOIN messages m ON m.session_id = p_session_id AND m.seq = x.seq;
+    JOIN messages m ON m.session_id = p_session_id AND m.part_month = s.part_month AND m.seq = x.seq;
     IF n > 0 THEN
         INSERT INTO search_term_stats AS t (project_id, term, shard, df)
         SELECT s.project_id, x.term, p_shard, least(x.df, n)
@@ -924,6 +990,17 @@ CREATE FUNCTION public.mm_may_read(project text) RETURNS boolean
         WHERE p.role_name = mm_caller() AND (p.project_id = project OR p.project_id = '*'))
 $$;
 
+CREATE FUNCTION public.mm_month_partition(tbl text, m date) RETURNS regclass
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    SELECT c.oid::regclass
+    FROM pg_catalog.pg_inherits i JOIN pg_catalog.pg_class c ON c.oid = i.inhrelid
+    WHERE i.inhparent = pg_catalog.to_regclass(tbl)
+      AND pg_catalog.pg_get_expr(c.relpartbound, c.oid)
+          = pg_catalog.format('FOR VALUES FROM (%L) TO (%L)', m, (m + interval '1 month')::date)
+$$;
+
 CREATE FUNCTION public.mm_notify_append() RETURNS trigger
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
@@ -933,6 +1010,15 @@ BEGIN
         (SELECT k.key FROM notify_key k WHERE k.id) || pg_catalog.convert_to(NEW.session_id, 'UTF8')), 'hex'));
     RETURN NULL;
 END $$;
+
+CREATE FUNCTION public.mm_partitioned_tables() RETURNS text[]
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    SELECT pg_catalog.array_agg(t ORDER BY o)
+    FROM pg_catalog.unnest(ARRAY['messages', 'message_search', 'message_embeddings']) WITH ORDINALITY AS x(t, o)
+    WHERE pg_catalog.to_regclass(t) IS NOT NULL
+$$;
 
 CREATE FUNCTION public.mm_payload_hash(payload jsonb) RETURNS bytea
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
@@ -1228,6 +1314,64 @@ BEGIN
     RETURN false;
 END $$;
 
+CREATE TABLE public.retired_months (
+    part_month date NOT NULL,
+    retired_at timestamp with time zone DEFAULT now() NOT NULL,
+    sessions bigint NOT NULL,
+    messages bigint NOT NULL,
+    dropped boolean NOT NULL,
+    detached text[] NOT NULL,
+    CONSTRAINT retired_months_part_month_check CHECK ((date_trunc('month'::text, (part_month)::timestamp with time zone) = part_month))
+);
+
+CREATE FUNCTION public.mm_retire_month(p_month date, p_drop boolean) RETURNS public.retired_months
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    tbl text;
+    part regclass;
+    done text[] := '{}';
+    r retired_months;
+    n_sessions bigint;
+    n_messages bigint := 0;
+    spilled boolean;
+BEGIN
+    IF p_month IS NULL OR pg_catalog.date_trunc('month', p_month) <> p_month THEN
+        RAISE EXCEPTION 'month must be the first day of a month' USING ERRCODE = 'MM400';
+    END IF;
+    IF p_month >= pg_catalog.date_trunc('month', pg_catalog.now() AT TIME ZONE 'UTC')::date THEN
+        RAISE EXCEPTION 'month % is not over yet: only past months retire', p_month USING ERRCODE = 'MM400';
+    END IF;
+    IF EXISTS (SELECT 1 FROM retired_months WHERE part_month = p_month) THEN
+        RAISE EXCEPTION 'month % is already retired', p_month USING ERRCODE = 'MM409';
+    END IF;
+    -- the month's own rows, from the session rows (no scan of the partition)
+    SELECT pg_catalog.count(*), coalesce(pg_catalog.sum(last_seq - coalesce(fork_seq, 0)), 0)
+    INTO n_sessions, n_messages FROM sessions WHERE part_month = p_month;
+    FOREACH tbl IN ARRAY coalesce(mm_partitioned_tables(), '{}') LOOP
+        part := mm_month_partition(tbl, p_month);
+        IF part IS NULL THEN
+            -- rows of the month that sit in the default partition first get a partition of their own
+            EXECUTE pg_catalog.format('SELECT EXISTS (SELECT 1 FROM %I WHERE part_month = %L)', tbl || '_default', p_month)
+                INTO STRICT spilled;
+            IF NOT spilled THEN
+                CONTINUE;
+            END IF;
+            part := mm_add_month_partition(tbl, p_month)::regclass;
+        END IF;
+        EXECUTE pg_catalog.format('ALTER TABLE %I DETACH PARTITION %s', tbl, part);
+        done := done || part::text;
+        IF p_drop THEN
+            EXECUTE pg_catalog.format('DROP TABLE %s', part);
+        END IF;
+    END LOOP;
+    INSERT INTO retired_months (part_month, sessions, messages, dropped, detached)
+    VALUES (p_month, n_sessions, n_messages, p_drop, done)
+    RETURNING * INTO r;
+    RETURN r;
+END $$;
+
 CREATE FUNCTION public.mm_schema_version() RETURNS integer
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
@@ -1320,6 +1464,18 @@ BEGIN
     IF NEW.meta IS DISTINCT FROM OLD.meta OR NEW.title IS DISTINCT FROM OLD.title
        OR NEW.agent_source IS DISTINCT FROM OLD.agent_source THEN
         NEW.memory_changes := OLD.memory_changes + 1;
+    END IF;
+    RETURN NEW;
+END $$;
+
+CREATE FUNCTION public.mm_session_month_fixed() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+BEGIN
+    IF NEW.created_at IS DISTINCT FROM OLD.created_at THEN
+        RAISE EXCEPTION 'sessions.created_at of % may not change: it places the session''s rows in month %',
+            OLD.session_id, OLD.part_month USING ERRCODE = 'MM400';
     END IF;
     RETURN NEW;
 END $$;
@@ -1421,13 +1577,14 @@ BEGIN
         RAISE EXCEPTION 'done_seq % is beyond the session''s last seq (%)', p_done_seq, s.last_seq USING ERRCODE = 'MM400';
     END IF;
     IF coalesce(pg_catalog.cardinality(p_seqs), 0) > 0 THEN
-        EXECUTE 'INSERT INTO message_embeddings (session_id, seq, model, kind, project_id, embedding)'
-                ' SELECT $1, e.seq, $2, e.kind, $3, e.embedding::vector(' || dim::text || ')::vector'
+        EXECUTE 'INSERT INTO message_embeddings (session_id, seq, model, kind, project_id, embedding, part_month)'
+                ' SELECT $1, e.seq, $2, e.kind, $3, e.embedding::vector(' || dim::text || ')::vector, $7'
                 ' FROM ROWS FROM (pg_catalog.unnest($4::bigint[]), pg_catalog.unnest($5::text[]),'
                 ' pg_catalog.unnest($6::text[])) AS e(seq, kind, embedding)'
-                ' WHERE EXISTS (SELECT 1 FROM messages m WHERE m.session_id = $1 AND m.seq = e.seq)'
-                ' ON CONFLICT (session_id, seq, model, kind) DO NOTHING'
-        USING p_session_id, p_model, s.project_id, p_seqs, p_kinds, p_vectors;
+                ' WHERE EXISTS (SELECT 1 FROM messages m WHERE m.session_id = $1 AND m.part_month = $7'
+                ' AND m.seq = e.seq)'
+                ' ON CONFLICT (session_id, seq, model, kind, part_month) DO NOTHING'
+        USING p_session_id, p_model, s.project_id, p_seqs, p_kinds, p_vectors, s.part_month;
     END IF;
     INSERT INTO embedding_watermarks AS w (model, session_id, project_id, done_seq)
     VALUES (p_model, p_session_id, s.project_id, p_done_seq)
@@ -1568,11 +1725,13 @@ CREATE TABLE public.messages (
     created_at timestamp with time zone NOT NULL,
     received_at timestamp with time zone DEFAULT now() NOT NULL,
     written_by text DEFAULT CURRENT_USER NOT NULL,
+    part_month date NOT NULL,
     CONSTRAINT messages_append_id_check CHECK ((append_id <> ''::text)),
     CONSTRAINT messages_payload_check CHECK ((jsonb_typeof(payload) = 'object'::text)),
     CONSTRAINT messages_role_check CHECK ((role = ANY (ARRAY['system'::text, 'user'::text, 'assistant'::text, 'tool'::text]))),
     CONSTRAINT messages_seq_check CHECK ((seq > 0))
-);
+)
+PARTITION BY RANGE (part_month);
 
 CREATE VIEW mm_read.messages WITH (security_barrier='true') AS
  SELECT session_id,
@@ -1745,6 +1904,20 @@ CREATE TABLE public.message_embeddings (
     project_id text NOT NULL,
     embedding public.vector NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
+    part_month date NOT NULL,
+    CONSTRAINT message_embeddings_kind_check CHECK ((kind = ANY (ARRAY['message'::text, 'window'::text])))
+)
+PARTITION BY RANGE (part_month);
+
+CREATE TABLE public.message_embeddings_default (
+    session_id text CONSTRAINT message_embeddings_session_id_not_null NOT NULL,
+    seq bigint CONSTRAINT message_embeddings_seq_not_null NOT NULL,
+    model text CONSTRAINT message_embeddings_model_not_null NOT NULL,
+    kind text CONSTRAINT message_embeddings_kind_not_null NOT NULL,
+    project_id text CONSTRAINT message_embeddings_project_id_not_null NOT NULL,
+    embedding public.vector CONSTRAINT message_embeddings_embedding_not_null NOT NULL,
+    created_at timestamp with time zone DEFAULT now() CONSTRAINT message_embeddings_created_at_not_null NOT NULL,
+    part_month date CONSTRAINT message_embeddings_part_month_not_null NOT NULL,
     CONSTRAINT message_embeddings_kind_check CHECK ((kind = ANY (ARRAY['message'::text, 'window'::text])))
 );
 
@@ -1757,7 +1930,40 @@ CREATE TABLE public.message_search (
     doc_len integer NOT NULL,
     tsv tsvector NOT NULL,
     echo boolean DEFAULT false NOT NULL,
+    part_month date NOT NULL,
     CONSTRAINT message_search_doc_len_check CHECK ((doc_len >= 0))
+)
+PARTITION BY RANGE (part_month);
+
+CREATE TABLE public.message_search_default (
+    session_id text CONSTRAINT message_search_session_id_not_null NOT NULL,
+    seq bigint CONSTRAINT message_search_seq_not_null NOT NULL,
+    project_id text CONSTRAINT message_search_project_id_not_null NOT NULL,
+    role text CONSTRAINT message_search_role_not_null NOT NULL,
+    created_at timestamp with time zone CONSTRAINT message_search_created_at_not_null NOT NULL,
+    doc_len integer CONSTRAINT message_search_doc_len_not_null NOT NULL,
+    tsv tsvector CONSTRAINT message_search_tsv_not_null NOT NULL,
+    echo boolean DEFAULT false CONSTRAINT message_search_echo_not_null NOT NULL,
+    part_month date CONSTRAINT message_search_part_month_not_null NOT NULL,
+    CONSTRAINT message_search_doc_len_check CHECK ((doc_len >= 0))
+);
+
+CREATE TABLE public.messages_default (
+    session_id text CONSTRAINT messages_session_id_not_null NOT NULL,
+    seq bigint CONSTRAINT messages_seq_not_null NOT NULL,
+    project_id text CONSTRAINT messages_project_id_not_null NOT NULL,
+    append_id text CONSTRAINT messages_append_id_not_null NOT NULL,
+    role text CONSTRAINT messages_role_not_null NOT NULL,
+    payload jsonb CONSTRAINT messages_payload_not_null NOT NULL,
+    payload_hash bytea CONSTRAINT messages_payload_hash_not_null NOT NULL,
+    created_at timestamp with time zone CONSTRAINT messages_created_at_not_null NOT NULL,
+    received_at timestamp with time zone DEFAULT now() CONSTRAINT messages_received_at_not_null NOT NULL,
+    written_by text DEFAULT CURRENT_USER CONSTRAINT messages_written_by_not_null NOT NULL,
+    part_month date CONSTRAINT messages_part_month_not_null NOT NULL,
+    CONSTRAINT messages_append_id_check CHECK ((append_id <> ''::text)),
+    CONSTRAINT messages_payload_check CHECK ((jsonb_typeof(payload) = 'object'::text)),
+    CONSTRAINT messages_role_check CHECK ((role = ANY (ARRAY['system'::text, 'user'::text, 'assistant'::text, 'tool'::text]))),
+    CONSTRAINT messages_seq_check CHECK ((seq > 0))
 );
 
 CREATE TABLE public.migration_lock (
@@ -1829,6 +2035,12 @@ CREATE TABLE public.synonyms (
     CONSTRAINT synonyms_term_check CHECK (((term <> ''::text) AND (length(term) <= 200)))
 );
 
+ALTER TABLE ONLY public.message_embeddings ATTACH PARTITION public.message_embeddings_default DEFAULT;
+
+ALTER TABLE ONLY public.message_search ATTACH PARTITION public.message_search_default DEFAULT;
+
+ALTER TABLE ONLY public.messages ATTACH PARTITION public.messages_default DEFAULT;
+
 ALTER TABLE ONLY public.access_token_projects
     ADD CONSTRAINT access_token_projects_pkey PRIMARY KEY (role_name, project_id);
 
@@ -1869,16 +2081,28 @@ ALTER TABLE ONLY public.host_reports
     ADD CONSTRAINT host_reports_pkey PRIMARY KEY (role_name, host);
 
 ALTER TABLE ONLY public.message_embeddings
-    ADD CONSTRAINT message_embeddings_pkey PRIMARY KEY (session_id, seq, model, kind);
+    ADD CONSTRAINT message_embeddings_pkey PRIMARY KEY (session_id, seq, model, kind, part_month);
+
+ALTER TABLE ONLY public.message_embeddings_default
+    ADD CONSTRAINT message_embeddings_default_pkey PRIMARY KEY (session_id, seq, model, kind, part_month);
 
 ALTER TABLE ONLY public.message_search
-    ADD CONSTRAINT message_search_pkey PRIMARY KEY (session_id, seq);
+    ADD CONSTRAINT message_search_pkey PRIMARY KEY (session_id, seq, part_month);
+
+ALTER TABLE ONLY public.message_search_default
+    ADD CONSTRAINT message_search_default_pkey PRIMARY KEY (session_id, seq, part_month);
 
 ALTER TABLE ONLY public.messages
-    ADD CONSTRAINT messages_pkey PRIMARY KEY (session_id, seq);
+    ADD CONSTRAINT messages_pkey PRIMARY KEY (session_id, seq, part_month);
+
+ALTER TABLE ONLY public.messages_default
+    ADD CONSTRAINT messages_default_pkey PRIMARY KEY (session_id, seq, part_month);
 
 ALTER TABLE ONLY public.messages
-    ADD CONSTRAINT messages_session_id_append_id_key UNIQUE (session_id, append_id);
+    ADD CONSTRAINT messages_session_id_append_id_key UNIQUE (session_id, append_id, part_month);
+
+ALTER TABLE ONLY public.messages_default
+    ADD CONSTRAINT messages_default_session_id_append_id_part_month_key UNIQUE (session_id, append_id, part_month);
 
 ALTER TABLE ONLY public.migration_lock
     ADD CONSTRAINT migration_lock_pkey PRIMARY KEY (id);
@@ -1888,6 +2112,9 @@ ALTER TABLE ONLY public.notify_key
 
 ALTER TABLE ONLY public.relay_exports
     ADD CONSTRAINT relay_exports_pkey PRIMARY KEY (project_id, agent, native_id);
+
+ALTER TABLE ONLY public.retired_months
+    ADD CONSTRAINT retired_months_pkey PRIMARY KEY (part_month);
 
 ALTER TABLE ONLY public.schema_migrations
     ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (version);
@@ -1928,13 +2155,21 @@ CREATE INDEX decisions_tsv ON public.decisions USING gin (tsv);
 
 CREATE INDEX export_jobs_pending ON public.export_jobs USING btree (run_after, job_id) WHERE (status = ANY (ARRAY['pending'::text, 'running'::text]));
 
-CREATE INDEX message_embeddings_model_project ON public.message_embeddings USING btree (model, project_id);
+CREATE INDEX message_embeddings_model_project ON ONLY public.message_embeddings USING btree (model, project_id);
 
-CREATE INDEX message_search_created ON public.message_search USING btree (created_at DESC);
+CREATE INDEX message_embeddings_default_model_project_id_idx ON public.message_embeddings_default USING btree (model, project_id);
 
-CREATE INDEX message_search_project_created ON public.message_search USING btree (project_id, created_at DESC);
+CREATE INDEX message_search_created ON ONLY public.message_search USING btree (created_at DESC);
 
-CREATE INDEX message_search_tsv ON public.message_search USING gin (tsv);
+CREATE INDEX message_search_default_created_at_idx ON public.message_search_default USING btree (created_at DESC);
+
+CREATE INDEX message_search_project_created ON ONLY public.message_search USING btree (project_id, created_at DESC);
+
+CREATE INDEX message_search_default_project_id_created_at_idx ON public.message_search_default USING btree (project_id, created_at DESC);
+
+CREATE INDEX message_search_tsv ON ONLY public.message_search USING gin (tsv);
+
+CREATE INDEX message_search_default_tsv_idx ON public.message_search_default USING gin (tsv);
 
 CREATE INDEX relay_exports_native ON public.relay_exports USING btree (agent, native_id);
 
@@ -1952,11 +2187,29 @@ CREATE INDEX snapshots_session ON public.snapshots USING btree (session_id, snap
 
 CREATE INDEX synonyms_group ON public.synonyms USING btree (group_id);
 
+ALTER INDEX public.message_embeddings_model_project ATTACH PARTITION public.message_embeddings_default_model_project_id_idx;
+
+ALTER INDEX public.message_embeddings_pkey ATTACH PARTITION public.message_embeddings_default_pkey;
+
+ALTER INDEX public.message_search_created ATTACH PARTITION public.message_search_default_created_at_idx;
+
+ALTER INDEX public.message_search_pkey ATTACH PARTITION public.message_search_default_pkey;
+
+ALTER INDEX public.message_search_project_created ATTACH PARTITION public.message_search_default_project_id_created_at_idx;
+
+ALTER INDEX public.message_search_tsv ATTACH PARTITION public.message_search_default_tsv_idx;
+
+ALTER INDEX public.messages_pkey ATTACH PARTITION public.messages_default_pkey;
+
+ALTER INDEX public.messages_session_id_append_id_key ATTACH PARTITION public.messages_default_session_id_append_id_part_month_key;
+
 CREATE TRIGGER decisions_versions AFTER INSERT OR UPDATE ON public.decisions FOR EACH ROW EXECUTE FUNCTION public.mm_record_decision_version();
 
 CREATE TRIGGER session_context_changed AFTER INSERT ON public.session_context FOR EACH ROW EXECUTE FUNCTION public.mm_context_changed();
 
 CREATE TRIGGER sessions_meta_changed BEFORE UPDATE ON public.sessions FOR EACH ROW EXECUTE FUNCTION public.mm_session_meta_changed();
+
+CREATE TRIGGER sessions_month_fixed BEFORE UPDATE OF created_at ON public.sessions FOR EACH ROW EXECUTE FUNCTION public.mm_session_month_fixed();
 
 CREATE TRIGGER sessions_notify_append AFTER UPDATE OF last_seq ON public.sessions FOR EACH ROW WHEN ((new.last_seq > old.last_seq)) EXECUTE FUNCTION public.mm_notify_append();
 
@@ -1976,7 +2229,7 @@ ALTER TABLE ONLY public.embedding_watermarks
 ALTER TABLE ONLY public.export_jobs
     ADD CONSTRAINT export_jobs_snapshot_id_fkey FOREIGN KEY (snapshot_id) REFERENCES public.snapshots(snapshot_id);
 
-ALTER TABLE ONLY public.message_embeddings
+ALTER TABLE public.message_embeddings
     ADD CONSTRAINT message_embeddings_model_fkey FOREIGN KEY (model) REFERENCES public.embedding_models(model) ON DELETE CASCADE;
 
 ALTER TABLE ONLY public.relay_exports
@@ -2015,9 +2268,15 @@ ALTER TABLE public.host_reports ENABLE ROW LEVEL SECURITY;
 
 ALTER TABLE public.message_embeddings ENABLE ROW LEVEL SECURITY;
 
+ALTER TABLE public.message_embeddings_default ENABLE ROW LEVEL SECURITY;
+
 ALTER TABLE public.message_search ENABLE ROW LEVEL SECURITY;
 
+ALTER TABLE public.message_search_default ENABLE ROW LEVEL SECURITY;
+
 ALTER TABLE public.messages ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE public.messages_default ENABLE ROW LEVEL SECURITY;
 
 CREATE POLICY mm_delete ON public.decisions FOR DELETE USING (((project_id = ANY (( SELECT public.mm_token_projects(true) AS mm_token_projects)::text[])) OR ('*'::text = ANY (( SELECT public.mm_token_projects(true) AS mm_token_projects)::text[]))));
 
@@ -2091,6 +2350,8 @@ CREATE POLICY mm_read ON public.messages FOR SELECT USING (((project_id IS NULL)
 
 CREATE POLICY mm_read ON public.relay_exports FOR SELECT USING (((project_id IS NULL) OR (project_id = ANY (( SELECT public.mm_token_projects(false) AS mm_token_projects)::text[])) OR ('*'::text = ANY (( SELECT public.mm_token_projects(false) AS mm_token_projects)::text[]))));
 
+CREATE POLICY mm_read ON public.retired_months FOR SELECT USING (true);
+
 CREATE POLICY mm_read ON public.search_doc_stats FOR SELECT USING (((project_id IS NULL) OR (project_id = ANY (( SELECT public.mm_token_projects(false) AS mm_token_projects)::text[])) OR ('*'::text = ANY (( SELECT public.mm_token_projects(false) AS mm_token_projects)::text[]))));
 
 CREATE POLICY mm_read ON public.search_progress FOR SELECT USING (((project_id IS NULL) OR (project_id = ANY (( SELECT public.mm_token_projects(false) AS mm_token_projects)::text[])) OR ('*'::text = ANY (( SELECT public.mm_token_projects(false) AS mm_token_projects)::text[]))));
@@ -2130,6 +2391,8 @@ CREATE POLICY mm_update ON public.sessions FOR UPDATE USING (((project_id = ANY 
 CREATE POLICY mm_update ON public.snapshots FOR UPDATE USING (((project_id = ANY (( SELECT public.mm_token_projects(true) AS mm_token_projects)::text[])) OR ('*'::text = ANY (( SELECT public.mm_token_projects(true) AS mm_token_projects)::text[])))) WITH CHECK (((project_id = ANY (( SELECT public.mm_token_projects(true) AS mm_token_projects)::text[])) OR ('*'::text = ANY (( SELECT public.mm_token_projects(true) AS mm_token_projects)::text[]))));
 
 ALTER TABLE public.relay_exports ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE public.retired_months ENABLE ROW LEVEL SECURITY;
 
 ALTER TABLE public.search_claims ENABLE ROW LEVEL SECURITY;
 
