@@ -37,6 +37,7 @@ def _cannot_run() -> str | None:
     return None
 
 
+@pytest.mark.own_servers
 @pytest.mark.skipif(_cannot_run() is not None, reason=_cannot_run() or "")
 def test_a_switchover_loses_no_acknowledged_append_and_needs_no_restart() -> None:
     work = Path(tempfile.mkdtemp(prefix="mm-failover-"))  # the server user enters it: not pytest's 0700 tmp

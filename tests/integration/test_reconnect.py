@@ -53,7 +53,7 @@ def _cannot_run() -> str | None:
     return None
 
 
-pytestmark = pytest.mark.skipif(_cannot_run() is not None, reason=_cannot_run() or "")
+pytestmark = [pytest.mark.skipif(_cannot_run() is not None, reason=_cannot_run() or ""), pytest.mark.own_servers]
 
 
 @pytest.fixture
