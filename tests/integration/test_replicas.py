@@ -272,7 +272,7 @@ def test_token_hosts_and_rest_roles_read_their_own_projects_on_the_standby(
         theirs = owner.create_session("elsewhere", {"title": "not for the token"})
         host = build(replace(owner_settings, dsn=created.dsn, password=created.token, auto_migrate=False,
                              read_dsns=(tokens.role_dsn(pair.dsn(pair.standby, "mm"), created.role),)))
-        rest = Service(RoleDatabase(owner.db, created.role))
+        rest = Service(RoleDatabase(owner.db, created.role, created.token))
         try:
             mine = host.create_session(PROJECT, {"title": "token host"})
             pair.wait_replayed()
