@@ -7,8 +7,6 @@ run by hand (install/README.md, section 12)."""
 from __future__ import annotations
 
 import json
-import os
-import pwd
 import shutil
 import subprocess
 import sys
@@ -17,9 +15,10 @@ import time
 from pathlib import Path
 
 import pytest
+from pg_servers_support import pg_bin, why_not
 
 ROOT = Path(__file__).resolve().parents[2]
-PG_BIN = Path(os.environ.get("MCP_MEMORY_DRILL_PG_BIN", "/usr/lib/postgresql/15/bin"))
+PG_BIN = pg_bin("MCP_MEMORY_DRILL_PG_BIN")
 BUDGET = 90.0  # the drill after the set-up: workload, one switchover, checks
 SETUP = 150.0  # the formation's set-up (three pg_autoctl creates, migrations, tokens): ~45 s on a quiet machine
 
@@ -27,14 +26,7 @@ SETUP = 150.0  # the formation's set-up (three pg_autoctl creates, migrations, t
 def _cannot_run() -> str | None:
     if shutil.which("pg_autoctl") is None:
         return "pg_autoctl is not installed (Debian package postgresql-15-auto-failover)"
-    if not all((PG_BIN / tool).is_file() for tool in ("initdb", "pg_ctl", "postgres")):
-        return f"no PostgreSQL server binaries in {PG_BIN}"
-    if os.geteuid() == 0:
-        try:
-            pwd.getpwnam("postgres")
-        except KeyError:
-            return "running as root without a `postgres` user to run the servers"
-    return None
+    return why_not(PG_BIN)
 
 
 @pytest.mark.own_servers

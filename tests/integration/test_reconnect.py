@@ -11,7 +11,6 @@ stopped through pg_ctl), because the shared test server must not be restarted un
 from __future__ import annotations
 
 import os
-import pwd
 import shutil
 import sys
 import tempfile
@@ -26,6 +25,7 @@ from typing import Any
 import psycopg
 import pytest
 from archive_support import archive_lines
+from pg_servers_support import pg_bin, why_not
 
 from mcp_memory.archive.daemon import Archiver, ArchiverOptions, AutoSnapshot
 from mcp_memory.config import load_settings
@@ -38,19 +38,12 @@ from mcp_memory.wiring import build
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "ops"))
 from pgcluster import Cluster, Tools, free_port
 
-PG_BIN = Path(os.environ.get("MCP_MEMORY_DRILL_PG_BIN", "/usr/lib/postgresql/15/bin"))
+PG_BIN = pg_bin("MCP_MEMORY_DRILL_PG_BIN")
 SUPERUSER, PASSWORD = "reconnect_admin", "reconnect-secret"
 
 
 def _cannot_run() -> str | None:
-    if not all((PG_BIN / tool).is_file() for tool in ("initdb", "pg_ctl", "postgres")):
-        return f"no PostgreSQL server binaries in {PG_BIN}"
-    if os.geteuid() == 0:
-        try:
-            pwd.getpwnam("postgres")
-        except KeyError:
-            return "running as root without a `postgres` user to run the server"
-    return None
+    return why_not(PG_BIN)
 
 
 pytestmark = [pytest.mark.skipif(_cannot_run() is not None, reason=_cannot_run() or ""), pytest.mark.own_servers]

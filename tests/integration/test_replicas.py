@@ -9,8 +9,6 @@ wrote on the primary is missing from a read on the standby and present in a read
 from __future__ import annotations
 
 import logging
-import os
-import pwd
 import sys
 import threading
 import time
@@ -20,6 +18,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from pg_servers_support import pg_bin, why_not
 
 from mcp_memory.commands import doctor
 from mcp_memory.config import Settings, load_settings
@@ -31,19 +30,12 @@ from mcp_memory.store.roles import RoleDatabase
 from mcp_memory.wiring import build
 
 ROOT = Path(__file__).resolve().parents[2]
-PG_BIN = Path(os.environ.get("MCP_MEMORY_REPLICA_PG_BIN", "/usr/lib/postgresql/15/bin"))
+PG_BIN = pg_bin("MCP_MEMORY_REPLICA_PG_BIN")
 PROJECT = "replicated"
 
 
 def _why_not() -> str | None:
-    if not all((PG_BIN / tool).is_file() for tool in ("initdb", "pg_ctl", "pg_basebackup", "postgres")):
-        return f"no PostgreSQL server binaries in {PG_BIN}"
-    if os.geteuid() == 0:
-        try:
-            pwd.getpwnam("postgres")
-        except KeyError:
-            return "running as root without a `postgres` user to run the servers"
-    return None
+    return why_not(PG_BIN, ("initdb", "pg_ctl", "pg_basebackup", "postgres"))
 
 
 pytestmark = [pytest.mark.skipif(_why_not() is not None, reason=_why_not() or ""), pytest.mark.own_servers]

@@ -5,8 +5,6 @@ point in time and checks the data and the hosts; it needs the server binaries an
 
 from __future__ import annotations
 
-import os
-import pwd
 import re
 import shutil
 import subprocess
@@ -17,25 +15,18 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from pg_servers_support import pg_bin, why_not
 
 from mcp_memory.errors import Unavailable
 from mcp_memory.wiring import build
 
 pytest_plugins = ["security_support"]
 ROOT = Path(__file__).resolve().parents[3]
-PG_BIN = Path(os.environ.get("MCP_MEMORY_DRILL_PG_BIN", "/usr/lib/postgresql/15/bin"))
+PG_BIN = pg_bin("MCP_MEMORY_DRILL_PG_BIN")
 
 
 def _can_run_server() -> str | None:
-    """Why the drill cannot run here, or None."""
-    if not all((PG_BIN / tool).is_file() for tool in ("initdb", "pg_ctl", "pg_basebackup", "postgres")):
-        return f"no PostgreSQL server binaries in {PG_BIN}"
-    if os.geteuid() == 0:
-        try:
-            pwd.getpwnam("postgres")
-        except KeyError:
-            return "running as root without a `postgres` user to run the server"
-    return None
+    return why_not(PG_BIN, ("initdb", "pg_ctl", "pg_basebackup", "postgres"))
 
 
 @pytest.mark.skipif(_can_run_server() is not None, reason=_can_run_server() or "")
