@@ -38,6 +38,9 @@ COORDINATOR = frozenset({
     "schema_migrations", "migration_lock", "host_reports",
 })
 
+# created only where the server has pgvector (migration 0005): a central server without it has none
+WITH_PGVECTOR_ONLY = frozenset({"message_embeddings"})
+
 # finding → the change that removes it when the schema is distributed
 KNOWN_GAPS: dict[str, str] = {
     "key snapshots.snapshots_pkey": "primary key (session_id, snapshot_id); snapshot ids stay unique through "
@@ -75,7 +78,8 @@ def lint(schema: Schema) -> list[str]:
     findings = [f"unclassified {table}: not in the sharding plan (mcp_memory/store/sharding.py)"
                 for table in sorted(schema.tables) if classification(table) is None]
     findings += [f"missing {table}: in the plan, not in the schema"
-                 for table in sorted(DISTRIBUTED | REFERENCE | COORDINATOR) if table not in schema.tables]
+                 for table in sorted(DISTRIBUTED | REFERENCE | COORDINATOR)
+                 if table not in schema.tables and table not in WITH_PGVECTOR_ONLY]
     for table in sorted(DISTRIBUTED & set(schema.tables)):
         if DISTRIBUTION_COLUMN not in schema.tables[table]:
             findings.append(f"column {table}.{DISTRIBUTION_COLUMN}: a distributed table lacks the distribution column")
