@@ -66,7 +66,7 @@ class Memory:
                role: Role | None = None, session_id: str | None = None, since: str | None = None,
                until: str | None = None, limit: int = 10, mode: SearchMode | None = None,
                include_echoes: bool = False) -> MatchList:
-        """As the search_messages tool (the arguments of operations.SearchMessages)."""
+        """As the search_messages tool (the arguments of inputs.SearchMessages)."""
         return self.service.search_messages(query, project_id=project_id, agent_source=agent_source, role=role,
                                             session_id=session_id, since=since, until=until, limit=limit,
                                             mode=mode, include_echoes=include_echoes)
@@ -75,7 +75,7 @@ class Memory:
                          decision_type: str | None = None, project_id: str | None = None,
                          agent_source: str | None = None, session_id: str | None = None, since: str | None = None,
                          until: str | None = None, limit: int = 10) -> DecisionList:
-        """As the search_decisions tool (the arguments of operations.SearchDecisions)."""
+        """As the search_decisions tool (the arguments of inputs.SearchDecisions)."""
         return self.service.search_decisions(query, status=status, decision_type=decision_type,
                                              project_id=project_id, agent_source=agent_source,
                                              session_id=session_id, since=since, until=until, limit=limit)

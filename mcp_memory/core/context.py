@@ -7,8 +7,8 @@ import json
 from typing import Any
 
 from ..errors import Invalid, NotFound
+from ..inputs import MAX_KEY
 from ..memory_results import Agent, ContextOut, ContextSet
-from ..operations import MAX_KEY
 from ..store.core_store import Store
 from ..store.db import Database
 from ..store.memory_store import MemoryStore

@@ -10,8 +10,8 @@ import uuid
 from typing import Any
 
 from ..errors import Conflict, Invalid, NotFound
+from ..inputs import MAX_DECISION_TYPE, MAX_TEXT
 from ..memory_results import Alternative, Decision, DecisionCreated
-from ..operations import MAX_DECISION_TYPE, MAX_TEXT
 from ..search import ranking
 from ..search.index import index_text
 from ..search.query import like_pattern, match_tsquery, parse, phrase_tsquery

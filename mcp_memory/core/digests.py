@@ -17,8 +17,8 @@ from psycopg.rows import dict_row
 
 from ..digest_results import Digest, DigestLine, DigestSource, digest_uri
 from ..errors import Invalid
+from ..inputs import MAX_MATCHES, MAX_PROJECT_CHARS
 from ..memory_results import Decision
-from ..operations import MAX_MATCHES, MAX_PROJECT_CHARS
 from ..search.snippet import shorten
 from ..store.db import Database
 from ..store.memory_store import MemoryStore

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from .. import scaffolding
 from ..errors import Conflict, Invalid, NotFound
-from ..operations import MAX_BATCH, MAX_PAGE, VIEWS
+from ..inputs import MAX_BATCH, MAX_PAGE, VIEWS
 from ..results import AppendManyResult, Page, Session, View
 from ..schema import Message, MessageIn, format_time, parse_message, size_error
 from ..store.core_store import COPY_FROM, AppendRaced, NewMessage, Store, StoredRow, copy_allowed

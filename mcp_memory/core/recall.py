@@ -18,8 +18,8 @@ from typing import Any
 
 from ..embeddings.providers import Provider
 from ..errors import Invalid
+from ..inputs import MAX_MATCHES, MAX_RECALL
 from ..memory_results import Decision, MessageMatch, Recall, RecallItem
-from ..operations import MAX_MATCHES, MAX_RECALL
 from ..search.snippet import shorten
 from ..store.db import Database
 from . import decisions as decisions_core

@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, overload
 
 from ..errors import Invalid, NotFound
+from ..inputs import MAX_MATCHES, MAX_QUERY_CHARS
 from ..memory_results import MatchReason, MessageMatch
-from ..operations import MAX_MATCHES, MAX_QUERY_CHARS
 from ..schema import ROLES, format_time
 from ..search import dates, ranking
 from ..search.names import names_in

@@ -9,8 +9,8 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import Invalid, NotFound
-from ..operations import MAX_PROJECT_CHARS
-from ..operations import MAX_SESSIONS as MAX_LIST
+from ..inputs import MAX_PROJECT_CHARS
+from ..inputs import MAX_SESSIONS as MAX_LIST
 from ..results import Session, SessionList
 from ..store.core_store import Store
 from ..store.db import Database

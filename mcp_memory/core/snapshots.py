@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import Invalid, NotFound
-from ..operations import MAX_TEXT as MAX_COMMIT_MSG
+from ..inputs import MAX_TEXT as MAX_COMMIT_MSG
 from ..results import Forked, Snapshot
 from ..store.core_store import Store
 from ..store.db import Database

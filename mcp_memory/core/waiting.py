@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 
 from ..errors import Invalid
-from ..operations import MAX_WAIT_SECONDS
+from ..inputs import MAX_WAIT_SECONDS
 from ..results import Page
 from ..store.append_listener import AppendListener, channel_key
 from ..store.db import Database

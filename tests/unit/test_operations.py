@@ -9,7 +9,8 @@ import sys
 import pytest
 
 from mcp_memory.cli import _parser
-from mcp_memory.operations import MAX_MATCHES, OPERATIONS
+from mcp_memory.inputs import MAX_MATCHES
+from mcp_memory.operations import OPERATIONS
 
 
 def test_cli_options_follow_the_models() -> None:
