@@ -34,7 +34,8 @@ from growth_corpus import RARE_WORDS, build_pool, load_step, plan_step, progress
 from growth_verify import verify_sample
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.types.json import Jsonb
-from search_bench import sentence
+from search_bench import percentile as pct
+from search_bench import sentence, timed
 
 from mcp_memory.config import load_settings
 from mcp_memory.search.query import lexeme
@@ -86,20 +87,6 @@ def grow(conn, pool_factory, target: int, state: dict) -> None:
     conn.execute(gin[0] if gin else "CREATE INDEX message_search_tsv ON public.message_search USING gin (tsv)")
     conn.commit()
     progress(f"GIN index rebuilt ({time.perf_counter() - start:.0f} s)")
-
-
-def pct(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * p))]
-
-
-def timed(fn, count: int) -> list[float]:
-    out = []
-    for i in range(count):
-        start = time.perf_counter()
-        fn(i)
-        out.append((time.perf_counter() - start) * 1000)
-    return out
 
 
 def figure(values: list[float], limit: list[float] | None = None) -> dict[str, Any]:
