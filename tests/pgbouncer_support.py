@@ -7,14 +7,16 @@ import os
 import pwd
 import shutil
 import socket
-import subprocess
+import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts" / "ops"))
+from pgbouncer_process import pgbouncer_process
 
 PGBOUNCER = shutil.which("pgbouncer") or ("/usr/sbin/pgbouncer" if os.access("/usr/sbin/pgbouncer", os.X_OK) else None)
 
@@ -49,24 +51,5 @@ def running_pgbouncer(target: dict, databases: str, settings_lines: str,
             f"{settings_lines}".replace("{folder}", str(folder)))}.items():
         (folder / name).write_text(text)
         (folder / name).chmod(0o644)
-    log = (folder / "pgbouncer.out").open("w")
-    proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 15
-        while True:
-            with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"pgbouncer did not start: {(folder / 'pgbouncer.out').read_text()[-2000:]}")
-            time.sleep(0.1)
+    with pgbouncer_process(args, folder, port):
         yield port, folder
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-        log.close()
-        shutil.rmtree(folder, ignore_errors=True)

@@ -11,7 +11,6 @@ import random
 import shutil
 import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -38,6 +37,9 @@ INSTALL = Path(__file__).resolve().parents[2] / "install" / "pgbouncer"
 PGBOUNCER = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
 GUIDE_KEYS = ("pool_mode", "auth_type", "auth_query", "server_reset_query", "server_reset_query_always",
               "default_pool_size", "reserve_pool_size", "reserve_pool_timeout", "max_db_connections")
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
+from pgbouncer_process import pgbouncer_process  # noqa: E402 - scripts/ops
 
 
 def percentiles(values: list[float]) -> dict[str, float]:
@@ -81,27 +83,10 @@ def bouncer(owner_dsn: str, gateway: tokens.CreatedGateway, *, max_clients: int,
     args = [PGBOUNCER, str(folder / "pgbouncer.ini")]
     if os.geteuid() == 0:
         args[1:1] = ["-u", "postgres"]
-    log = (folder / "pgbouncer.out").open("w")
-    proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 15
-        while True:
-            with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"pgbouncer did not start: {(folder / 'pgbouncer.out').read_text()[-2000:]}")
-            time.sleep(0.1)
-        yield port, lookup
+        with pgbouncer_process(args, folder, port):
+            yield port, lookup
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-        log.close()
-        shutil.rmtree(folder, ignore_errors=True)
         with psycopg.connect(owner_dsn, autocommit=True) as conn:
             conn.execute("DROP SCHEMA IF EXISTS pgbouncer CASCADE")
 
