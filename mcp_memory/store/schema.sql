@@ -103,16 +103,43 @@ CREATE FUNCTION public.mm_append(p_session_id text, p_append_ids text[], p_roles
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
 DECLARE
-    s sessions := mm_writable_session(p_session_id);
-    trusted boolean := mm_require_write(s.project_id);
-    who text := mm_caller();
+    -- a direct login (no SET ROLE) is its own caller: mm_caller's proof check is for switched roles
+    who text := CASE WHEN pg_catalog.current_setting('role') = 'none' THEN session_user::text ELSE mm_caller() END;
+    s sessions;
+    read_only boolean;
+    trusted boolean := false;
     n integer := coalesce(pg_catalog.cardinality(p_append_ids), 0);
-    last bigint := s.last_seq;
+    last bigint;
     payload jsonb;
     digest bytea;
     stored_seq bigint;
     stored_hash bytea;
 BEGIN
+    -- mm_writable_session and mm_require_write in one pass over the caller's token row: a session the
+    -- caller may not read does not exist (MM404), a read-only token may not write (MM403), and the
+    -- owner's own payload hashes are trusted
+    SELECT * INTO s FROM sessions WHERE session_id = p_session_id FOR UPDATE;
+    IF FOUND THEN
+        SELECT t.read_only INTO read_only FROM access_tokens t WHERE t.role_name = who;
+        IF FOUND THEN
+            IF NOT EXISTS (SELECT 1 FROM access_token_projects p
+                           WHERE p.role_name = who AND (p.project_id = s.project_id OR p.project_id = '*')) THEN
+                s := NULL;
+            ELSIF read_only THEN
+                RAISE EXCEPTION 'token % is read-only', who USING ERRCODE = 'MM403';
+            END IF;
+        ELSIF coalesce((SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.rolname = who::name), false)
+              OR coalesce(pg_catalog.pg_has_role(who::name, (SELECT c.relowner FROM pg_catalog.pg_class c
+                                                             WHERE c.oid = 'sessions'::regclass), 'MEMBER'), false) THEN
+            trusted := true;
+        ELSE
+            s := NULL;
+        END IF;
+    END IF;
+    IF s.session_id IS NULL THEN
+        RAISE EXCEPTION 'session % does not exist', p_session_id USING ERRCODE = 'MM404';
+    END IF;
+    last := s.last_seq;
     IF n = 0 OR pg_catalog.cardinality(p_roles) <> n OR pg_catalog.cardinality(p_payloads) <> n
        OR (p_hashes IS NOT NULL AND pg_catalog.cardinality(p_hashes) <> n)
        OR (p_created IS NOT NULL AND pg_catalog.cardinality(p_created) <> n) THEN
@@ -128,24 +155,26 @@ BEGIN
         END IF;
         payload := mm_check_message(i, p_roles[i], p_payloads[i], p_created[i]);
         digest := CASE WHEN trusted AND p_hashes[i] IS NOT NULL THEN p_hashes[i] ELSE mm_payload_hash(payload) END;
-        SELECT m.seq, m.payload_hash INTO stored_seq, stored_hash
-        FROM messages m WHERE m.session_id = p_session_id AND m.part_month = s.part_month
-                          AND m.append_id = p_append_ids[i];
+        -- the append_id's unique key finds a replay: no lookup before the insert
+        INSERT INTO messages (session_id, seq, project_id, append_id, role, payload, payload_hash, created_at,
+                              written_by, part_month)
+        VALUES (p_session_id, last + 1, s.project_id, p_append_ids[i], p_roles[i], payload, digest,
+                coalesce(p_created[i], pg_catalog.now()), who, s.part_month)
+        ON CONFLICT (session_id, append_id, part_month) DO NOTHING;
         IF FOUND THEN
+            last := last + 1;
+            seq := last;
+            duplicate := false;
+        ELSE
+            SELECT m.seq, m.payload_hash INTO stored_seq, stored_hash
+            FROM messages m WHERE m.session_id = p_session_id AND m.part_month = s.part_month
+                              AND m.append_id = p_append_ids[i];
             IF stored_hash <> digest THEN
                 RAISE EXCEPTION 'append_id % was already used with a different payload (seq %)', p_append_ids[i],
                     stored_seq USING ERRCODE = 'MM409';
             END IF;
             seq := stored_seq;
             duplicate := true;
-        ELSE
-            last := last + 1;
-            INSERT INTO messages (session_id, seq, project_id, append_id, role, payload, payload_hash, created_at,
-                                  written_by, part_month)
-            VALUES (p_session_id, last, s.project_id, p_append_ids[i], p_roles[i], payload, digest,
-                    coalesce(p_created[i], pg_catalog.now()), who, s.part_month);
-            seq := last;
-            duplicate := false;
         END IF;
         RETURN NEXT;
     END LOOP;
@@ -2207,7 +2236,7 @@ CREATE TRIGGER decisions_versions AFTER INSERT OR UPDATE ON public.decisions FOR
 
 CREATE TRIGGER session_context_changed AFTER INSERT ON public.session_context FOR EACH ROW EXECUTE FUNCTION public.mm_context_changed();
 
-CREATE TRIGGER sessions_meta_changed BEFORE UPDATE ON public.sessions FOR EACH ROW EXECUTE FUNCTION public.mm_session_meta_changed();
+CREATE TRIGGER sessions_meta_changed BEFORE UPDATE OF meta, title, agent_source ON public.sessions FOR EACH ROW EXECUTE FUNCTION public.mm_session_meta_changed();
 
 CREATE TRIGGER sessions_month_fixed BEFORE UPDATE OF created_at ON public.sessions FOR EACH ROW EXECUTE FUNCTION public.mm_session_month_fixed();
 
