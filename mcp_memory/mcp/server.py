@@ -25,7 +25,7 @@ from .. import __version__, jsoncheck
 from ..errors import McpMemoryError, internal
 from ..operations import OPERATIONS, Operation, call
 from ..schema import describe_validation_error
-from . import prompts, resources, tool_list
+from . import prompts, resources, threads, tool_list
 from .clients import with_client_agent
 
 # tool arguments whose strings may hold U+0000: message payloads, where the core replaces it
@@ -91,7 +91,7 @@ class MemoryServer(MCPServer):
             raise ToolError(f"[invalid] {describe_validation_error(exc, prefix='')}") from exc
         get_service = self.get_service
         assert get_service is not None
-        return await anyio.to_thread.run_sync(_run, get_service, op, args)
+        return await threads.CALLS.run(_run, get_service, op, args)
 
 
 def _known(op: Operation, arguments: dict[str, Any]) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from pydantic import ValidationError
 
 from .. import jsoncheck
 from ..errors import Invalid
+from . import threads
 from .server import NUL_CLEANED
 
 PREFIX_BYTES = 64 * 1024  # what is kept of an oversized line, to answer its id
@@ -163,8 +164,7 @@ async def stdio(limit: int) -> AsyncIterator[tuple[Any, Any]]:
         async with read_writer, answers:
             # one worker-thread hop per line: reading it (blocking) and screening it (linear, but a
             # 100 MB line takes a while) both stay off the event loop
-            while (outcome := await anyio.to_thread.run_sync(next_message, stdin, limit,
-                                                             abandon_on_cancel=True)) is not _END:
+            while (outcome := await threads.READER.run(next_message, stdin, limit)) is not _END:
                 if isinstance(outcome, SessionMessage):
                     await read_writer.send(outcome)
                 elif outcome is not None:
