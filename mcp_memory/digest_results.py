@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from .schema import Model
 
 DigestKind = Literal["decision", "question", "file", "command"]
 
@@ -17,7 +19,7 @@ def digest_uri(project_id: str, day: str | None = None, session_id: str | None =
     return f"{base}/{day}" if day else base
 
 
-class DigestSource(BaseModel):
+class DigestSource(Model):
     """Where a digest line comes from: a stored message (session_id + seq) or a decision."""
 
     session_id: str
@@ -25,7 +27,7 @@ class DigestSource(BaseModel):
     decision_id: str | None = Field(default=None, description="For a decision line: the decision.")
 
 
-class DigestLine(BaseModel):
+class DigestLine(Model):
     kind: DigestKind = Field(description="decision, question (open), file or command.")
     text: str = Field(description="The line as in the block: a quote or short extract, never a rewrite.")
     status: Literal["proposed", "accepted", "rejected", "superseded"] | None = Field(
@@ -33,7 +35,7 @@ class DigestLine(BaseModel):
     sources: list[DigestSource] = Field(description="Every stored message or decision the line quotes.")
 
 
-class Digest(BaseModel):
+class Digest(Model):
     project_id: str
     day: str | None = Field(default=None, description="The UTC day (YYYY-MM-DD) of a day digest.")
     session_id: str | None = Field(default=None, description="The session of a session digest.")

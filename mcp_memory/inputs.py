@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from . import agents
 from .core.query import DEFAULT_ROWS, MAX_ROWS, MAX_SQL_CHARS
@@ -19,7 +19,7 @@ from .memory_results import (
 from .results import (
     View,
 )
-from .schema import MessageIn, Role
+from .schema import MessageIn, Model, Role
 
 # limits, in one place (the core checks them again for callers that skip the models)
 MAX_PAGE = 1000  # read_session
@@ -40,7 +40,7 @@ MAX_PATH_CHARS = 4096  # import_session(path), export_session(cwd)
 Kind = Literal["read", "write", "idempotent"]
 
 
-class Input(BaseModel):
+class Input(Model):
     """Base of the input models: unknown fields are refused (a typo never passes silently)."""
 
     model_config = ConfigDict(extra="forbid")

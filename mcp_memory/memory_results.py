@@ -5,20 +5,21 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from .digest_results import Digest
+from .schema import Model
 
 DecisionStatus = Literal["proposed", "accepted", "rejected", "superseded"]
 Visibility = Literal["private", "team", "public"]
 
 
-class Alternative(BaseModel):
+class Alternative(Model):
     option: str = Field(description="An option that was considered.")
     why_not: str | None = Field(default=None, description="Why it was not chosen.")
 
 
-class Decision(BaseModel):
+class Decision(Model):
     decision_id: str
     session_id: str
     project_id: str
@@ -40,32 +41,32 @@ class Decision(BaseModel):
     score: float | None = Field(default=None, description="Relevance to the query (search only).")
 
 
-class DecisionCreated(BaseModel):
+class DecisionCreated(Model):
     decision_id: str
     version: int
 
 
-class DecisionVersion(BaseModel):
+class DecisionVersion(Model):
     version: int
 
 
-class DecisionList(BaseModel):
+class DecisionList(Model):
     decisions: list[Decision]
 
 
-class ContextSet(BaseModel):
+class ContextSet(Model):
     ok: bool = True
     revision: int = Field(description="1 for the first value of the key, then +1 per set_context.")
 
 
-class ContextEntry(BaseModel):
+class ContextEntry(Model):
     key: str
     revision: int
     value: Any
     created_at: str
 
 
-class ContextOut(BaseModel):
+class ContextOut(Model):
     context: dict[str, Any] = Field(description="Current value of every key (or of the key asked for).")
     history: list[ContextEntry] | None = Field(
         default=None, description="Every value the key had, oldest first (only when a key is given).")
@@ -74,7 +75,7 @@ class ContextOut(BaseModel):
 MatchReason = Literal["terms", "meaning", "names", "context"]
 
 
-class MessageMatch(BaseModel):
+class MessageMatch(Model):
     session_id: str = Field(description="The session that holds the message (for an inherited message of a "
                                         "fork: the ancestor it was written in).")
     seq: int
@@ -96,14 +97,14 @@ class MessageMatch(BaseModel):
 SearchMode = Literal["fts", "semantic", "hybrid"]
 
 
-class MatchList(BaseModel):
+class MatchList(Model):
     matches: list[MessageMatch]
     mode: SearchMode = Field(default="fts", description="The search that ran: fts (full text), semantic (vectors) "
                                                         "or hybrid (both, rank fusion).")
     note: str | None = Field(default=None, description="Why another mode than the one asked for ran.")
 
 
-class RecallItem(BaseModel):
+class RecallItem(Model):
     kind: Literal["decision", "message"]
     text: str = Field(description="The line as it appears in the block (dated, ≤ 200 characters).")
     date: str
@@ -119,14 +120,14 @@ class RecallItem(BaseModel):
                                                            "recall (its line says \"3 days ago\" after the date).")
 
 
-class Recall(BaseModel):
+class Recall(Model):
     text: str = Field(description="Prompt-ready block: decisions first, then messages; empty when nothing matched.")
     items: list[RecallItem]
     digests: list[Digest] = Field(default_factory=list, description=(
         "With from_digest: the project's latest day digests, newest first (their lines lead the text)."))
 
 
-class Agent(BaseModel):
+class Agent(Model):
     name: str
     description: str
     created_at: str

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
-from .schema import Message, Role
+from .schema import Message, Model, Role
 
 
-class Session(BaseModel):
+class Session(Model):
     session_id: str
     project_id: str
     agent_source: str | None = None
@@ -23,7 +23,7 @@ class Session(BaseModel):
     updated_at: str
 
 
-class Snapshot(BaseModel):
+class Snapshot(Model):
     snapshot_id: int
     session_id: str
     project_id: str
@@ -32,25 +32,25 @@ class Snapshot(BaseModel):
     created_at: str
 
 
-class CreatedSession(BaseModel):
+class CreatedSession(Model):
     session_id: str
 
 
-class AppendResult(BaseModel):
+class AppendResult(Model):
     seq: int
     duplicate: bool = Field(description="True when this append_id was already stored with the same payload.")
     append_id: str
     redacted: int = Field(default=0, description="Secrets replaced by [REDACTED:…] before storing.")
 
 
-class AppendManyResult(BaseModel):
+class AppendManyResult(Model):
     seqs: list[int]
     duplicates: list[bool]
     append_ids: list[str]
     redacted: int = 0
 
 
-class _Compact(BaseModel):
+class _Compact(Model):
     """Serialised without its empty fields: a conversation view is read by a model, byte by byte."""
 
     @model_serializer(mode="wrap")
@@ -97,7 +97,7 @@ class SessionHead(_Compact):
     created_at: str
 
 
-class Page(BaseModel):
+class Page(Model):
     session: SessionHead | None = Field(default=None, description="view=conversation: the session's fields, once.")
     messages: list[Turn] | list[Message] = Field(description=(
         "view=conversation (default): seq, role, content, tool calls and results, thinking text, created_at "
@@ -109,31 +109,31 @@ class Page(BaseModel):
         "instructions, environment blocks, reminders); view=full shows them."))
 
 
-class SnapshotCreated(BaseModel):
+class SnapshotCreated(Model):
     snapshot_id: int
     up_to_seq: int
 
 
-class SnapshotList(BaseModel):
+class SnapshotList(Model):
     snapshots: list[Snapshot]
 
 
-class Forked(BaseModel):
+class Forked(Model):
     session_id: str
     parent_snapshot_id: int
 
 
-class SessionList(BaseModel):
+class SessionList(Model):
     sessions: list[Session]
     next_cursor: str | None = None
 
 
-class SessionOut(BaseModel):
+class SessionOut(Model):
     session: Session
 
 
 # transfers: sessions to and from an agent's native files (core/transfers.py) ----------------------
-class Imported(BaseModel):
+class Imported(Model):
     """One native session as import stored it."""
 
     session_id: str
@@ -158,20 +158,20 @@ class Imported(BaseModel):
         return self.model_dump(exclude_none=True)
 
 
-class ImportResult(BaseModel):
+class ImportResult(Model):
     sessions: list[Imported]
     report: dict[str, Any] = Field(description="The mapping report of every session read, merged.")
     skipped: list[str] = Field(default_factory=list,
                                description="Files or sessions that held no messages of this agent (nothing stored).")
 
 
-class NativeFile(BaseModel):
+class NativeFile(Model):
     name: str = Field(description="The file's path relative to the export's folder.")
     content: str
     encoding: Literal["utf-8", "base64"] = "utf-8"
 
 
-class Exported(BaseModel):
+class Exported(Model):
     session_id: str
     agent: str
     native_id: str = Field(description="The session's id in the target agent.")

@@ -34,7 +34,14 @@ Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
 
 
-class _Strict(BaseModel):
+class Model(BaseModel):
+    """The base of the package's models: a model's validator is built at its first use, not at
+    import (`serve` answers tools/list from mcp/tools.json and needs none of them to start)."""
+
+    model_config = ConfigDict(defer_build=True)
+
+
+class _Strict(Model):
     model_config = ConfigDict(extra="forbid")
 
 
@@ -66,7 +73,7 @@ class Thinking(_Strict):
     signature: str | None = Field(default=None, description="Provider signature that authenticates the block.")
 
 
-class ContentPart(BaseModel):
+class ContentPart(Model):
     """An OpenAI-style content part: `{"type": "text", "text": …}`, `image_url`, `input_audio`, `file` …"""
 
     model_config = ConfigDict(extra="allow")
@@ -141,7 +148,7 @@ class MessageIn(_Strict):
         return self.model_dump(mode="json", exclude_none=True)
 
 
-class Message(BaseModel):
+class Message(Model):
     """A stored message as read back (read_session): the payload plus session_id and seq."""
 
     model_config = ConfigDict(extra="allow")

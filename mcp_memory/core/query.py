@@ -17,9 +17,10 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from ..errors import Invalid
+from ..schema import Model
 
 if TYPE_CHECKING:
     from ..store.db import Database
@@ -35,12 +36,12 @@ VIEWS = ("sessions", "messages", "decisions", "context", "snapshots")
 STARTS = ("select", "with", "values", "table")
 
 
-class QueryColumn(BaseModel):
+class QueryColumn(Model):
     name: str
     type: str = Field(description="The PostgreSQL type, e.g. text, bigint, timestamp with time zone, jsonb.")
 
 
-class QueryResult(BaseModel):
+class QueryResult(Model):
     columns: list[QueryColumn]
     rows: list[list[Any]] = Field(description="One list of JSON values per row, in the order of columns.")
     row_count: int

@@ -15,6 +15,7 @@ ends on the database's side by its `call_timeout`.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import queue
 import threading
 from collections.abc import Callable
@@ -39,7 +40,8 @@ class Workers:
         self._idle = 0
 
     async def run(self, fn: Callable[..., T], *args: object) -> T:
-        """`fn(*args)` in one of the threads."""
+        """`fn(*args)` in one of the threads, in a copy of the caller's context variables (as
+        anyio's threads run: the HTTP transport names its service in one)."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # another anyio backend
@@ -51,7 +53,8 @@ class Workers:
                 self._threads += 1
             else:
                 self._idle -= 1  # taken (or the job waits for the first thread that frees up)
-        self._jobs.put((lambda: fn(*args), future))
+        context = contextvars.copy_context()
+        self._jobs.put((lambda: context.run(fn, *args), future))
         if start:
             threading.Thread(target=self._work, name=f"{self.name}-{self._threads}", daemon=True).start()
         return await future

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
 
@@ -76,3 +77,14 @@ def test_cancelling_the_task_abandons_the_job_and_frees_the_thread_after() -> No
         return waited
 
     assert anyio.run(main) < 1
+
+
+def test_the_job_sees_the_callers_context_variables() -> None:
+    workers = Workers("test-context", 1)
+    name: contextvars.ContextVar[str] = contextvars.ContextVar("name")
+
+    async def main() -> str:
+        name.set("caller's")
+        return await workers.run(name.get)
+
+    assert anyio.run(main) == "caller's"
