@@ -77,7 +77,12 @@ def _parser() -> argparse.ArgumentParser:
                                           "--retire 2025-01 --drop")
     parts.add_argument("--ahead", type=int, default=3, help="months to create after the current one (default 3)")
     parts.add_argument("--retire", metavar="YYYY-MM", help="detach this past month from the hot tables")
-    parts.add_argument("--drop", action="store_true", help="with --retire: drop the detached tables too")
+    parts.add_argument("--drop", action="store_true",
+                       help="with --retire and --archive: drop the detached tables too (the archive holds them)")
+    parts.add_argument("--archive", metavar="PATH",
+                       help="with --retire: retire only if this git archive (clone, bare repository or URL) holds "
+                            "every message of the month; with --restore: bring a dropped month back from it")
+    parts.add_argument("--restore", metavar="YYYY-MM", help="bring a retired month back into the hot tables")
     parts.add_argument("--json", action="store_true", help="print one JSON document")
     db_sub.add_parser("stop", help="stop the embedded server of this profile (it restarts on demand)")
 

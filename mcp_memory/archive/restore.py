@@ -116,7 +116,7 @@ def _restore_from(db: Database, archive: source.Source, reader: BlobReader, *, f
                 continue
             file = layout.session_path(sid)
             lines = reader.lines(file, max_line=max_line) if file in files else iter(())
-            rows = _Rows(file, lines, doc, result.bad_lines)
+            rows = SessionRows(file, lines, doc, result.bad_lines)
             try:
                 with conn.transaction():
                     store.restore_session(doc)
@@ -308,7 +308,7 @@ def _parents_first(docs: dict[str, dict[str, Any]],
     return ordered, [docs[sid] for sid in sorted(docs) if sid not in placed]
 
 
-class _Rows:
+class SessionRows:
     """A session's lines as restored rows, streamed into COPY, up to the first bad one (which, with the
     count of lines after it, is added to `bad`): seqs must run on from the fork point without a gap."""
 

@@ -252,7 +252,7 @@ def read_archive(repo: Path, rev: str = layout.BRANCH) -> dict[str, ArchivedSess
     for path, data in gitrepo.read_files(repo, jsonl, rev=rev):
         sid = Path(path).name.removesuffix(".jsonl")
         if path.startswith(layout.SESSIONS_DIR + "/"):
-            _check_lines(sessions.setdefault(sid, ArchivedSession(sid)), path, data)
+            check_lines(sessions.setdefault(sid, ArchivedSession(sid)), path, data)
         else:
             _read_memory(sessions.setdefault(sid, ArchivedSession(sid)), path, data)
     return sessions
@@ -272,7 +272,7 @@ def _read_memory(s: ArchivedSession, path: str, data: bytes) -> None:
         held[key(row)] = row
 
 
-def _check_lines(s: ArchivedSession, path: str, data: bytes) -> None:
+def check_lines(s: ArchivedSession, path: str, data: bytes) -> None:
     running = hashlib.sha256()
     expected = s.fork_seq + 1
     s.last_seq = s.fork_seq

@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
+from ..archive import cold
 from ..config import Settings
 from ..errors import Invalid, Unavailable
 from ..store import embedded, migrate, partitions
 from ..store.db import Database, translate_errors
-from .output import print_json
+from .output import print_json, progress
 
 
 def run(settings: Settings, args: argparse.Namespace) -> int:
@@ -42,25 +43,44 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
 
 def _partitions(db: Database, args: argparse.Namespace) -> int:
     """Create the months ahead (the maintenance run: monthly from cron, or any time), list the
-    layout, or retire one month (README, "Partitions")."""
-    month = partitions.parse_month(args.retire) if args.retire else None
+    layout, retire one month or bring one back (README, "Partitions"; archive/cold.py)."""
+    if args.retire and args.restore:
+        raise Invalid("--retire and --restore: one at a time")
+    if (args.drop or args.archive) and not (args.retire or args.restore):
+        raise Invalid("--drop and --archive go with --retire (or --archive with --restore)")
+    if args.drop and args.restore:
+        raise Invalid("--drop goes with --retire, not --restore")
+    retired: cold.ColdRetirement | None = None
+    restored: cold.ColdRestore | None = None
     made: list[str] = []
-    result: partitions.Retirement | None = None
+    if args.retire:
+        retired = cold.retire(db, partitions.parse_month(args.retire), archive=args.archive, drop=args.drop)
+    elif args.restore:
+        restored = cold.restore(db, partitions.parse_month(args.restore), archive=args.archive,
+                                progress=lambda done, total: progress(done, total, "restoring"))
     with db.connect(autocommit=True) as conn, translate_errors():
-        if month is not None:
-            result = partitions.retire(conn, month, drop=args.drop)
-        else:
+        if not (retired or restored):
             made = partitions.ensure(conn, args.ahead)
         layout = partitions.layout(conn)
     if args.json:
-        print_json({"created": made, "retired": dataclasses.asdict(result) if result else None, "partitions": [
-            dataclasses.asdict(p) for p in layout]})
+        print_json({"created": made,
+                    "retired": {**dataclasses.asdict(retired.retirement), "archive_commit": retired.archive_commit,
+                                "verified_messages": retired.verified_messages} if retired else None,
+                    "restored": dataclasses.asdict(restored) if restored else None,
+                    "partitions": [dataclasses.asdict(p) for p in layout]})
         return 0
     for name in made:
         print(f"created {name}")
-    if result:
+    if retired:
+        result = retired.retirement
         print(f"retired {result.month}: {result.sessions} sessions, {result.messages} messages; "
               + ("dropped " if result.dropped else "detached (kept as tables) ") + ", ".join(result.detached))
+        if retired.archive_commit:
+            print(f"  verified against archive commit {retired.archive_commit} ({retired.verified_messages} lines)")
+    if restored:
+        how = ("attached again" if restored.attached else
+               f"filled from the archive: {restored.messages} messages, {restored.indexed} indexed for search")
+        print(f"restored {restored.month}: {restored.sessions} sessions; {how} ({', '.join(restored.parts)})")
     for p in layout:
         print(f"  {p.table:<20} {p.name:<34} {p.bound:<52} ~{max(p.rows, 0)} rows")
     return 0

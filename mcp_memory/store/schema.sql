@@ -1343,6 +1343,48 @@ BEGIN
     RETURN false;
 END $$;
 
+CREATE FUNCTION public.mm_restore_month(p_month date) RETURNS TABLE(part text, attached boolean)
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    r retired_months;
+    tbl text;
+    name text;
+    hi date := (p_month + interval '1 month')::date;
+BEGIN
+    SELECT * INTO r FROM retired_months WHERE part_month = p_month FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'month % has not retired', pg_catalog.to_char(p_month, 'YYYY-MM') USING ERRCODE = 'MM404';
+    END IF;
+    FOREACH tbl IN ARRAY coalesce(mm_partitioned_tables(), '{}') LOOP
+        name := tbl || '_p' || pg_catalog.to_char(p_month, 'YYYYMM');
+        IF mm_month_partition(tbl, p_month) IS NOT NULL THEN
+            CONTINUE;
+        END IF;
+        IF NOT r.dropped AND pg_catalog.to_regclass(name) IS NOT NULL THEN
+            -- the kept table: its rows are checked against the month's bounds as it attaches
+            EXECUTE pg_catalog.format('ALTER TABLE %I ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)',
+                                      tbl, name, p_month, hi);
+            part := name;
+            attached := true;
+        ELSE
+            part := mm_add_month_partition(tbl, p_month);
+            attached := false;
+        END IF;
+        RETURN NEXT;
+    END LOOP;
+    IF r.dropped THEN
+        UPDATE search_progress p SET indexed_seq = coalesce(s.fork_seq, 0), updated_at = pg_catalog.now()
+        FROM sessions s WHERE s.session_id = p.session_id AND s.part_month = p_month;
+        IF pg_catalog.to_regclass('embedding_watermarks') IS NOT NULL THEN
+            DELETE FROM embedding_watermarks w USING sessions s
+            WHERE s.session_id = w.session_id AND s.part_month = p_month;
+        END IF;
+    END IF;
+    DELETE FROM retired_months WHERE part_month = p_month;
+END $$;
+
 CREATE TABLE public.retired_months (
     part_month date NOT NULL,
     retired_at timestamp with time zone DEFAULT now() NOT NULL,
@@ -1350,6 +1392,8 @@ CREATE TABLE public.retired_months (
     messages bigint NOT NULL,
     dropped boolean NOT NULL,
     detached text[] NOT NULL,
+    archive_commit text,
+    CONSTRAINT retired_months_archive_commit_check CHECK (((archive_commit IS NULL) OR (archive_commit ~ '^[0-9a-f]{40,64}$'::text))),
     CONSTRAINT retired_months_part_month_check CHECK ((date_trunc('month'::text, (part_month)::timestamp with time zone) = part_month))
 );
 

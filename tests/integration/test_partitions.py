@@ -124,11 +124,15 @@ def test_retiring_a_month_detaches_it_and_reads_answer_a_coded_error(service, fr
     with pytest.raises(Conflict, match="retired"):
         service.append_message(old, {"role": "user", "content": "late"})
     assert texts(service, other) == ["april"]  # the next month is untouched
-    # the command: retire April and drop it, JSON out
-    done_cli = cli(profile, fresh_db, "db", "partitions", "--retire", "2025-04", "--drop", "--json")
+    # the command: dropping needs a verified archive (tests/integration/archive/test_cold_months.py);
+    # retire April as kept tables, JSON out
+    refused = cli(profile, fresh_db, "db", "partitions", "--retire", "2025-04", "--drop")
+    assert refused.returncode != 0 and "[invalid] --drop needs --archive PATH" in refused.stderr
+    done_cli = cli(profile, fresh_db, "db", "partitions", "--retire", "2025-04", "--json")
     assert done_cli.returncode == 0, done_cli.stderr
     out = json.loads(done_cli.stdout)
-    assert out["retired"]["month"] == "2025-04" and out["retired"]["dropped"] is True
+    assert out["retired"]["month"] == "2025-04" and out["retired"]["dropped"] is False
+    assert out["retired"]["archive_commit"] is None
     assert not any(p["name"].endswith("_p202504") for p in out["partitions"])
     bad = cli(profile, fresh_db, "db", "partitions", "--retire", "April")
     assert bad.returncode != 0 and "[invalid] month must be YYYY-MM" in bad.stderr and "Traceback" not in bad.stderr
