@@ -32,20 +32,13 @@ from ..core import search
 from ..errors import Conflict, Invalid, NotFound
 from ..store import partitions
 from ..store.archive_store import ArchiveStore
+from ..store.cold_store import ColdStore, MonthSession
 from ..store.db import Database, translate_errors
 from . import gitrepo, layout, source, verify
 from .blobs import BlobReader
 from .restore import BadLine, Progress, SessionRows
 
 SHOWN = 10  # sessions named in a refusal, at most
-
-
-@dataclass(frozen=True)
-class MonthSession:
-    session_id: str
-    project_id: str
-    fork_seq: int
-    last_seq: int
 
 
 @dataclass
@@ -74,9 +67,9 @@ def retire(db: Database, month: date, *, archive: str | Path | None, drop: bool)
             return ColdRetirement(partitions.retire(conn, month, drop=False), None)
         with source.open_archive(archive) as src:
             rev = verify.latest(src.repo, src.rev)
-            archived = _archived(src.repo, rev, _month_sessions(conn, month), db.settings.max_message_bytes)
+            archived = _archived(src.repo, rev, ColdStore(conn).month_sessions(month), db.settings.max_message_bytes)
         with conn.transaction():
-            sessions = _month_sessions(conn, month, lock=True)
+            sessions = ColdStore(conn).month_sessions(month, lock=True)
             digests = ArchiveStore(conn).db_digests({s.session_id: s.last_seq for s in sessions})
             problems = [p for s in sessions for p in _differences(s, archived.get(s.session_id),
                                                                   digests.get(s.session_id))]
@@ -86,24 +79,23 @@ def retire(db: Database, month: date, *, archive: str | Path | None, drop: bool)
                                + ("; …" if len(problems) > SHOWN else "")
                                + "); let the archiver catch up (mcp-memory archive --once), then retry")
             done = partitions.retire(conn, month, drop=drop)
-            conn.execute("UPDATE retired_months SET archive_commit = %s WHERE part_month = %s", (rev, month))
+            ColdStore(conn).record_commit(month, rev)
     return ColdRetirement(done, rev, sum(a.lines for a in archived.values()))
 
 
 def restore(db: Database, month: date, *, archive: str | Path | None,
             progress: Progress = lambda done, total: None) -> ColdRestore:
     with db.connect(autocommit=True) as conn, translate_errors():
-        row = conn.execute("SELECT dropped, archive_commit FROM retired_months WHERE part_month = %s",
-                           (month,)).fetchone()
-        if row is None:
+        store = ColdStore(conn)
+        retired = store.retired(month)
+        if retired is None:
             raise NotFound(f"month {month:%Y-%m} has not retired (mcp-memory db partitions lists the months)")
-        dropped, commit = row
+        dropped, commit = retired.dropped, retired.archive_commit
         out = ColdRestore(f"{month:%Y-%m}")
         if not dropped:
             with conn.transaction():
-                parts = conn.execute("SELECT part, attached FROM mm_restore_month(%s)", (month,)).fetchall()
-            out.parts, out.attached = [p for p, _ in parts], True
-            out.sessions = len(_month_sessions(conn, month))
+                out.parts, out.attached = [p for p, _ in store.restore_month(month)], True
+            out.sessions = len(store.month_sessions(month))
             return out
         if archive is None:
             raise Invalid(f"month {month:%Y-%m} was dropped: --archive PATH is needed to bring it back "
@@ -114,9 +106,8 @@ def restore(db: Database, month: date, *, archive: str | Path | None,
                 raise Conflict(f"the archive at {rev[:12]} does not contain commit {commit[:12]}, against which "
                                f"month {month:%Y-%m} was verified when it retired: this is not that archive")
             with BlobReader(src.repo, rev) as reader, conn.transaction():
-                out.parts = [p for p, _ in conn.execute("SELECT part, attached FROM mm_restore_month(%s)",
-                                                        (month,)).fetchall()]
-                out.sessions, out.messages = _refill(conn, reader, _month_sessions(conn, month),
+                out.parts = [p for p, _ in store.restore_month(month)]
+                out.sessions, out.messages = _refill(conn, reader, store.month_sessions(month),
                                                      db.settings.max_message_bytes, progress)
     out.indexed = search.reindex(db)
     return out
@@ -149,13 +140,6 @@ def _refill(conn: psycopg.Connection, reader: BlobReader, sessions: list[MonthSe
                        + "; ".join(problems[:SHOWN]) + ("; …" if len(problems) > SHOWN else "")
                        + "); nothing was restored")
     return len(sessions), total
-
-
-def _month_sessions(conn: psycopg.Connection, month: date, *, lock: bool = False) -> list[MonthSession]:
-    rows = conn.execute("SELECT session_id, project_id, coalesce(fork_seq, 0), last_seq FROM sessions "
-                        "WHERE part_month = %s ORDER BY session_id" + (" FOR SHARE" if lock else ""),
-                        (month,)).fetchall()
-    return [MonthSession(*row) for row in rows]
 
 
 def _archived(repo: Path, rev: str, sessions: list[MonthSession], max_bytes: int) -> dict[str, verify.ArchivedSession]:
