@@ -6,28 +6,17 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import uuid
 from datetime import date
 
 import psycopg
 import pytest
+from partition_support import old_session
 
 from mcp_memory.errors import Conflict, Invalid, Retired
 from mcp_memory.store import partitions
 
 OLD = date(2025, 3, 1)  # a past month: no partition of its own until mm_ensure_partitions sees its rows
 TABLES = ("messages", "message_search")
-
-
-def old_session(dsn: str, project: str, month: date = OLD) -> str:
-    """A session that started in `month`, written as an owner writes a restored one."""
-    sid = f"ses_{uuid.uuid4()}"
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("INSERT INTO sessions (session_id, project_id, created_at) VALUES (%s, %s, %s)",
-                     (sid, project, f"{month:%Y-%m}-15 12:00:00+00"))
-        conn.execute("INSERT INTO search_progress (session_id, project_id, indexed_seq, stored_seq) "
-                     "VALUES (%s, %s, 0, 0)", (sid, project))
-    return sid
 
 
 def holders(dsn: str, table: str, session_id: str) -> set[str]:
@@ -42,7 +31,7 @@ def texts(service, session_id: str) -> list[str]:
 
 
 def test_a_session_lives_in_one_partition_and_forks_read_across_months(service, fresh_db: str) -> None:
-    old = old_session(fresh_db, "P")
+    old = old_session(fresh_db, "P", OLD)
     small = service.append_messages(old, [{"role": "user", "content": f"old {i}", "append_id": f"o{i}"}
                                           for i in range(3)])  # the append function
     assert holders(fresh_db, "messages", old) == {"messages_default"}  # no partition for 2025-03 yet
@@ -97,7 +86,7 @@ def cli(env: dict[str, str], dsn: str, *args: str) -> subprocess.CompletedProces
 
 def test_retiring_a_month_detaches_it_and_reads_answer_a_coded_error(service, fresh_db: str,
                                                                      profile: dict[str, str]) -> None:
-    old = old_session(fresh_db, "P")
+    old = old_session(fresh_db, "P", OLD)
     other = old_session(fresh_db, "P", date(2025, 4, 1))
     service.append_messages(old, [{"role": "user", "content": f"m{i}"} for i in range(5)])
     service.append_messages(other, [{"role": "user", "content": "april"}])

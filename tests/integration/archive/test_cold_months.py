@@ -5,32 +5,21 @@ from __future__ import annotations
 
 import json
 import subprocess
-import uuid
 from datetime import date
 from pathlib import Path
 
 import psycopg
 import pytest
 from archive_support import git
+from partition_support import old_session
 
-from mcp_memory.archive import cold
+from mcp_memory.archive import cold, layout
 from mcp_memory.errors import Conflict, Invalid, NotFound, Retired
 from mcp_memory.store import partitions
 
 pytest_plugins = ["archive_support"]  # the fixture `cli`
 
 MARCH, APRIL = date(2025, 3, 1), date(2025, 4, 1)
-
-
-def old_session(dsn: str, project: str, month: date) -> str:
-    """A session that started in `month` (as a restored one is written: by the owner)."""
-    sid = f"ses_{uuid.uuid4()}"
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("INSERT INTO sessions (session_id, project_id, created_at) VALUES (%s, %s, %s)",
-                     (sid, project, f"{month:%Y-%m}-15 12:00:00+00"))
-        conn.execute("INSERT INTO search_progress (session_id, project_id, indexed_seq, stored_seq) "
-                     "VALUES (%s, %s, 0, 0)", (sid, project))
-    return sid
 
 
 def exported(service, session_id: str) -> list[tuple[str, str]]:
@@ -102,12 +91,10 @@ def test_a_month_leaves_only_when_archived_and_comes_back_byte_identical(service
         cold.restore(db, MARCH, archive=None)
     edited = tmp_path / "edited"
     subprocess.run(["git", "clone", "-q", str(repo), str(edited)], check=True)
-    path = edited / "sessions" / f"{march}.jsonl"
-    if not path.exists():
-        path = next(edited.rglob(f"{march}.jsonl"))
+    path = edited / layout.session_path(march)
     path.write_text(path.read_text().replace("march 3 the payment", "march 3 THE payment"))
     git(edited, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "edit a line")
-    with pytest.raises(Conflict, match="cannot bring the month back whole.*was edited"):
+    with pytest.raises(Conflict, match=r"cannot bring the month back whole.*was edited"):
         cold.restore(db, MARCH, archive=edited)
     with pytest.raises(Retired):
         service.read_session(march)

@@ -4,11 +4,11 @@ the partition upkeep (DDL) is the owner's alone."""
 
 from __future__ import annotations
 
-import uuid
 from datetime import date
 
 import psycopg
 import pytest
+from partition_support import old_session
 from security_support import connect_as
 
 from mcp_memory.store import partitions
@@ -16,22 +16,12 @@ from mcp_memory.store import partitions
 pytest_plugins = ["security_support"]
 
 
-def _session(dsn: str, project: str, month: date) -> str:
-    sid = f"ses_{uuid.uuid4()}"
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("INSERT INTO sessions (session_id, project_id, created_at) VALUES (%s, %s, %s)",
-                     (sid, project, f"{month:%Y-%m}-10 08:00:00+00"))
-        conn.execute("INSERT INTO search_progress (session_id, project_id, indexed_seq, stored_seq) "
-                     "VALUES (%s, %s, 0, 0)", (sid, project))
-    return sid
-
-
 def test_a_token_sees_its_projects_rows_in_every_partition_and_no_partition_directly(
         service, fresh_db: str, make_token) -> None:
     months = (date(2025, 1, 1), date(2025, 2, 1), date.today().replace(day=1))
     for month in months:
         for project in ("A", "B"):
-            sid = _session(fresh_db, project, month)
+            sid = old_session(fresh_db, project, month)
             service.append_messages(sid, [{"role": "user", "content": f"{project} in {month:%Y-%m}"}])
     service.reindex_search()
     with psycopg.connect(fresh_db, autocommit=True) as conn:
