@@ -15,13 +15,14 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
-
-import tomlkit
+from typing import TYPE_CHECKING, Any, Literal
 
 from .credentials import mask_dsn
 from .errors import ConfigError, Invalid
 from .schema import DEFAULT_MAX_MESSAGE_BYTES
+
+if TYPE_CHECKING:  # tomlkit only edits the file (login, projects map): serve never loads it
+    import tomlkit
 
 APP = "mcp-memory"
 KEYRING_SERVICE = "mcp-memory"
@@ -238,6 +239,8 @@ def _bool(section: dict[str, Any], key: str, default: bool) -> bool:
 def edited_config(path: Path) -> Iterator[tomlkit.TOMLDocument]:
     """The config file as an editable document (comments and order kept), written back when the
     block ends without an error (`login`, `projects map`)."""
+    import tomlkit
+
     try:
         document = tomlkit.parse(path.read_text(encoding="utf-8")) if path.is_file() else tomlkit.document()
     except (OSError, tomlkit.exceptions.ParseError) as exc:

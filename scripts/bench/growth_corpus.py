@@ -135,16 +135,31 @@ def plan_step(rng: random.Random, messages: int, now: float) -> Plan:
     return Plan(sessions)
 
 
-def _rows(plan: Plan, pool: list[Body], rng: random.Random) -> Iterator[tuple[str, str, int, Body, float]]:
+def _rows(plan: Plan, pool: list[Body], rng: random.Random) -> Iterator[tuple[str, str, int, Body, float, str]]:
+    """(session, project, seq, body, time, the session's month): every row of a session carries the
+    month the session started in (its partition, migration 0021)."""
     for sid, project, _agent, count, start in plan.sessions:
         gap = rng.uniform(5, 90)
+        month = _month(start)
         for seq in range(1, count + 1):
             if rng.random() < RARE_SHARE:
                 text = sentence(rng) + " " + rng.choice(RARE_WORDS) + " " + sentence(rng)
                 body = make_body("user" if seq % 2 else "assistant", text)
             else:
                 body = pool[rng.randrange(POOL)]
-            yield sid, project, seq, body, start + seq * gap
+            yield sid, project, seq, body, start + seq * gap, month
+
+
+def _month(seconds: float) -> str:
+    return time.strftime("%Y-%m-01", time.gmtime(seconds))
+
+
+def _ensure_months(cur, plan: Plan) -> None:
+    """A partition for every month the step's sessions start in, before the COPY (rows of a month
+    without one would land in the default partition, and moving millions of them out is slow)."""
+    for month in sorted({_month(s[4]) for s in plan.sessions}):
+        cur.execute("SELECT mm_add_month_partition(t, %(m)s::date) FROM unnest(mm_partitioned_tables()) AS t "
+                    "WHERE mm_month_partition(t, %(m)s::date) IS NULL", {"m": month})
 
 
 def _ts(seconds: float) -> str:
@@ -160,29 +175,30 @@ def load_step(conn, plan: Plan, pool: list[Body], seed: int, *, commit: bool = T
     total = sum(s[3] for s in plan.sessions)
     start = time.perf_counter()
     with conn.cursor() as cur:
+        _ensure_months(cur, plan)
         with cur.copy("COPY sessions (session_id, project_id, agent_source, title, last_seq, created_at, updated_at)"
                       " FROM STDIN") as copy:
             for n, (sid, project, agent, count, began) in enumerate(plan.sessions):
                 copy.write(f"{sid}\t{project}\t{agent}\tgrowth session {seed}-{n}\t{count}\t{_ts(began)}\t"
                            f"{_ts(began)}\n")
         with cur.copy("COPY messages (session_id, seq, project_id, append_id, role, payload, payload_hash, created_at,"
-                      " received_at) FROM STDIN") as copy:
-            for n, (sid, project, seq, body, at) in enumerate(_rows(plan, pool, random.Random(seed))):
+                      " received_at, part_month) FROM STDIN") as copy:
+            for n, (sid, project, seq, body, at, month) in enumerate(_rows(plan, pool, random.Random(seed))):
                 ts = _ts(at)
                 copy.write(f"{sid}\t{seq}\t{project}\tg{seed}-{n}\t{body.role}\t{body.payload_json}\t"
-                           f"{body.payload_hash}\t{ts}\t{ts}\n")
+                           f"{body.payload_hash}\t{ts}\t{ts}\t{month}\n")
                 if n % 1_000_000 == 999_999:
                     progress(f"messages {n + 1:,}/{total:,} ({time.perf_counter() - start:.0f} s)")
         progress(f"messages copied ({time.perf_counter() - start:.0f} s); search rows next")
         # the same rows again (same seed), not kept in memory: 10M index forms would need gigabytes
-        with cur.copy("COPY message_search (session_id, seq, project_id, role, created_at, doc_len, tsv)"
+        with cur.copy("COPY message_search (session_id, seq, project_id, role, created_at, doc_len, tsv, part_month)"
                       " FROM STDIN") as copy:
-            for n, (sid, project, seq, body, at) in enumerate(_rows(plan, pool, random.Random(seed))):
+            for n, (sid, project, seq, body, at, month) in enumerate(_rows(plan, pool, random.Random(seed))):
                 shard = zlib.crc32(sid.encode()) % SHARDS
                 df.update(_keyed(project, shard, body.terms))
                 docs[(project, shard)] += 1
                 lengths[(project, shard)] += body.doc_len
-                copy.write(f"{sid}\t{seq}\t{project}\t{body.role}\t{_ts(at)}\t{body.doc_len}\t{body.tsv}\n")
+                copy.write(f"{sid}\t{seq}\t{project}\t{body.role}\t{_ts(at)}\t{body.doc_len}\t{body.tsv}\t{month}\n")
                 if n % 1_000_000 == 999_999:
                     progress(f"search rows {n + 1:,}/{total:,} ({time.perf_counter() - start:.0f} s)")
         progress(f"search rows copied ({time.perf_counter() - start:.0f} s); statistics next")
