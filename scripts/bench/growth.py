@@ -84,7 +84,9 @@ def grow(conn, pool_factory, target: int, state: dict) -> None:
     load_step(conn, plan, state["pool"], seed=have + 1, commit=False)
     start = time.perf_counter()
     conn.execute("SET LOCAL maintenance_work_mem = '1GB'")
-    conn.execute(gin[0] if gin else "CREATE INDEX message_search_tsv ON public.message_search USING gin (tsv)")
+    # a partitioned table's definition reads `ON ONLY …` (the parent alone): the rebuild covers every partition
+    conn.execute(gin[0].replace(" ON ONLY ", " ON ") if gin else
+                 "CREATE INDEX message_search_tsv ON public.message_search USING gin (tsv)")
     conn.commit()
     progress(f"GIN index rebuilt ({time.perf_counter() - start:.0f} s)")
 
