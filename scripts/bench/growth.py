@@ -191,10 +191,13 @@ def bench_search(service, conn, queries: int, *, rare_only_n: int | None = None)
 
 
 def sizes(conn) -> dict[str, Any]:
+    # a partitioned table (relkind p) holds nothing itself: its size is its partitions'
     rows = conn.execute("""
-        SELECT c.relname, pg_table_size(c.oid), pg_indexes_size(c.oid) FROM pg_class c
-        WHERE c.relname IN ('messages', 'message_search', 'sessions', 'search_term_stats') AND c.relkind = 'r'
-        ORDER BY c.relname""").fetchall()
+        SELECT c.relname, sum(pg_table_size(t.relid)), sum(pg_indexes_size(t.relid)) FROM pg_class c
+        CROSS JOIN LATERAL (SELECT relid FROM pg_partition_tree(c.oid) WHERE isleaf
+                            UNION SELECT c.oid WHERE c.relkind = 'r') AS t
+        WHERE c.relname IN ('messages', 'message_search', 'sessions', 'search_term_stats') AND c.relkind IN ('r', 'p')
+        GROUP BY c.relname ORDER BY c.relname""").fetchall()
     return {name: {"table_mb": round(t / 2**20), "indexes_mb": round(i / 2**20)} for name, t, i in rows}
 
 
