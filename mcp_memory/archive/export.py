@@ -23,7 +23,7 @@ from ..errors import Conflict, Invalid, NotFound
 from ..schema import format_time
 from ..store.archive_store import ArchiveStore, ExportRow
 from ..store.db import Database
-from . import gitrepo, layout, worktree
+from . import gitrepo, gittags, layout, worktree
 
 CRASH_POINTS = ("mid-write", "after-write", "after-commit", "after-tag")
 CHUNK_LINES = 2000
@@ -65,13 +65,13 @@ def export_snapshot(db: Database, repo: Path, snapshot_id: int, *, checkpoint: C
     if row is None:
         raise NotFound(f"snapshot {snapshot_id} does not exist")
     info = snapshot_info(row)
-    if gitrepo.tag_exists(repo, tag):
+    if gittags.tag_exists(repo, tag):
         _same_snapshot(repo, tag, info.snapshot_id, info.session_id, info.up_to_seq)
-        return Exported(snapshot_id, "", 0, 0, gitrepo.tagged_commit(repo, tag), already=True)
+        return Exported(snapshot_id, "", 0, 0, gittags.tagged_commit(repo, tag), already=True)
     sid = info.session_id
     subject = layout.subject(info.snapshot_id, sid, info.up_to_seq)
     date = _git_date(row["snapshot_created_at"])
-    sha = gitrepo.find_recent_commit(repo, subject)
+    sha = gittags.find_recent_commit(repo, subject)
     written = 0
     if sha is None:
         gitrepo.reset_paths(repo, layout.session_paths(sid))
@@ -79,8 +79,8 @@ def export_snapshot(db: Database, repo: Path, snapshot_id: int, *, checkpoint: C
         if watermark > info.up_to_seq and (base := gitrepo.head(repo)) is not None:
             # a later snapshot of the session was exported first (this one was retried after failing
             # for good): its tag gets a tree with exactly its lines, beside main
-            sha = gitrepo.exact_commit(repo, base, sid, info.up_to_seq, layout.commit_message(info), date=date)
-            gitrepo.tag(repo, tag, sha, subject + "\n")
+            sha = gittags.exact_commit(repo, base, sid, info.up_to_seq, layout.commit_message(info), date=date)
+            gittags.tag(repo, tag, sha, subject + "\n")
             return Exported(snapshot_id, sid, info.up_to_seq, 0, sha)
         pages = _pages(db, sid, after=max(watermark, row["fork_seq"] or 0), up_to=info.up_to_seq, progress=progress)
         counter = _Counter()
@@ -97,7 +97,7 @@ def export_snapshot(db: Database, repo: Path, snapshot_id: int, *, checkpoint: C
         paths = [p for p in layout.session_paths(sid) if (repo / p).exists()]
         sha = gitrepo.commit(repo, paths, layout.commit_message(info), date=date)
         checkpoint("after-commit")
-    gitrepo.tag(repo, tag, sha, subject + "\n")
+    gittags.tag(repo, tag, sha, subject + "\n")
     checkpoint("after-tag")
     return Exported(snapshot_id, sid, info.up_to_seq, written, sha)
 
@@ -106,7 +106,7 @@ def _same_snapshot(repo: Path, tag: str, snapshot_id: int, session_id: str, up_t
     """An existing tag is this snapshot exported before (a retry) — unless the database's snapshot ids
     went back (restored to an earlier point in time) and the id now names another snapshot: then
     nothing is skipped silently."""
-    held = layout.parse_subject(gitrepo.tag_subject(repo, tag))
+    held = layout.parse_subject(gittags.tag_subject(repo, tag))
     if held is not None and held != (snapshot_id, session_id, up_to_seq):
         raise Conflict(f"{tag} in the archive holds {held[1]} up to seq {held[2]}, but snapshot {snapshot_id} is "
                        f"now {session_id} up to seq {up_to_seq}: the database's snapshot ids went back (restored "

@@ -18,7 +18,7 @@ from typing import Any
 from ..errors import Invalid, McpMemoryError
 from ..store.archive_store import ArchiveStore
 from ..store.db import Database
-from . import gitrepo, layout, source
+from . import gitrepo, gittags, layout, source
 
 log = logging.getLogger(__name__)
 FETCH_TIMEOUT = 600.0
@@ -94,7 +94,7 @@ def latest(repo: Path, rev: str) -> str:
 
 def _verify(db: Database, repo: Path, rev: str, *, repair: bool) -> VerifyReport:
     archived = read_archive(repo, rev)
-    tags = gitrepo.tags(repo)
+    tags = gittags.tags(repo)
     with db.transaction() as conn:
         store = ArchiveStore(conn)
         done = store.done_watermarks()
@@ -147,14 +147,14 @@ def compare_memory(a: ArchivedSession, decisions: list[dict[str, Any]], context:
 def repair_tags(repo: Path, snapshot_seqs: dict[int, tuple[str, int]]) -> list[str]:
     """Each snapshot tag whose tree holds lines beyond its snapshot's seq (an earlier version exported
     snapshot N+1's lines under tag N when N was retried after N+1) is pointed at a commit with exactly
-    its lines (gitrepo.exact_commit, the same commit message); the archiver's next push publishes it."""
+    its lines (gittags.exact_commit, the same commit message); the archiver's next push publishes it."""
     repaired = []
     for name, sha, sid, up_to, last in _tag_checks(repo, snapshot_seqs):
         if last is not None and last > up_to:
             message = gitrepo.git(repo, "log", "-1", "--format=%B", sha)
             date = gitrepo.git(repo, "log", "-1", "--format=@%at +0000", sha).strip()
-            exact = gitrepo.exact_commit(repo, sha, sid, up_to, message.rstrip("\n") + "\n", date=date)
-            gitrepo.retag(repo, name, exact, gitrepo.tag_message(repo, name))
+            exact = gittags.exact_commit(repo, sha, sid, up_to, message.rstrip("\n") + "\n", date=date)
+            gittags.retag(repo, name, exact, gittags.tag_message(repo, name))
             repaired.append(f"tag {name}: moved from {sha[:10]} (lines up to seq {last}) to {exact[:10]} "
                             f"(up to seq {up_to})")
     return repaired
@@ -178,14 +178,14 @@ def check_tags(repo: Path, snapshot_seqs: dict[int, tuple[str, int]]) -> list[st
 
 def _bad_subjects(repo: Path) -> list[str]:
     return [f"tag {name}: its message is not a snapshot subject ({subject!r})"
-            for name, (_, subject) in sorted(gitrepo.tag_subjects(repo).items())
+            for name, (_, subject) in sorted(gittags.tag_subjects(repo).items())
             if (parsed := layout.parse_subject(subject)) is None or layout.tag_name(parsed[0]) != name]
 
 
 def _tag_checks(repo: Path, snapshot_seqs: dict[int, tuple[str, int]]
                 ) -> list[tuple[str, str, str, int, int | None]]:
     """(tag, its commit, session, the snapshot's seq, the last seq in the tag's tree) of each snapshot tag."""
-    tagged = gitrepo.tag_subjects(repo)
+    tagged = gittags.tag_subjects(repo)
     checks: list[tuple[str, str, str, int]] = []
     for name, (sha, subject) in sorted(tagged.items()):
         parsed = layout.parse_subject(subject)

@@ -15,7 +15,7 @@ import psycopg
 import pytest
 from archive_support import bare_remote, db_rows, git, messages, second_db  # noqa: F401
 
-from mcp_memory.archive import export, gitrepo, layout, restore
+from mcp_memory.archive import export, gitrepo, gittags, layout, restore
 from mcp_memory.archive.daemon import Archiver, ArchiverOptions, AutoSnapshot
 from mcp_memory.archive.retry import RetryStrategy
 from mcp_memory.archive.verify import verify
@@ -96,7 +96,7 @@ def test_a_transient_failure_of_snapshot_n_keeps_every_tag_exact(service: Servic
     repo = tmp_path / "archive"
     first = FailingOnce(service.db, options(repo), fail_snapshot=n).run(once=True)
     assert (first.exported, first.retrying) == (1, 1)  # the other session's snapshot; N+1 waits for N
-    assert not gitrepo.tag_exists(repo, layout.tag_name(n1)) and gitrepo.tag_exists(repo, layout.tag_name(other_snap))
+    assert not gittags.tag_exists(repo, layout.tag_name(n1)) and gittags.tag_exists(repo, layout.tag_name(other_snap))
     states = dict(db_rows(settings.dsn, "SELECT snapshot_id, attempts FROM export_jobs"))
     assert states[n1] == 0  # held back, not charged an attempt
     time.sleep(0.5)  # N's backoff
@@ -130,7 +130,7 @@ def test_a_snapshot_retried_after_a_later_one_gets_its_exact_tree_and_repair_fix
     with service.db.transaction() as conn:
         info = export.snapshot_info(ArchiveStore(conn).export_snapshot(n))
     wrong = gitrepo.commit(repo, [], layout.commit_message(info))
-    gitrepo.tag(repo, layout.tag_name(n), wrong, layout.subject(n, sid, 3) + "\n")
+    gittags.tag(repo, layout.tag_name(n), wrong, layout.subject(n, sid, 3) + "\n")
     gitrepo.push(repo, timeout=60)  # the remote has the wrong tag as well
     broken = verify(service.db, repo, fetch=False)
     assert any(f"tag {layout.tag_name(n)}: its tree holds lines up to seq 5, beyond the snapshot's seq 3" in d
@@ -230,6 +230,6 @@ def test_a_snapshot_id_the_archive_holds_for_another_snapshot_is_not_skipped(ser
     first = export.export_snapshot(service.db, repo, snap)
     assert export.export_snapshot(service.db, repo, snap).already  # a retry
     gitrepo.git(repo, "tag", "-d", layout.tag_name(snap))  # the archive's tag is another session's
-    gitrepo.tag(repo, layout.tag_name(snap), first.commit, layout.subject(snap, "ses_from_before_the_restore", 9) + "\n")
+    gittags.tag(repo, layout.tag_name(snap), first.commit, layout.subject(snap, "ses_from_before_the_restore", 9) + "\n")
     with pytest.raises(Conflict, match=r"snapshot ids went back .* move the snapshot sequence"):
         export.export_snapshot(service.db, repo, snap)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_memory.archive import gitrepo, layout
+from mcp_memory.archive import gitrepo, gittags, layout
 from mcp_memory.archive.retry import RetryStrategy
 from mcp_memory.core.messages import payload_digest
 from mcp_memory.errors import Invalid
@@ -120,11 +120,11 @@ def test_commit_tag_push_and_idempotent_tag(tmp_path: Path) -> None:
     gitrepo.init(repo, str(remote))
     gitrepo.append_session_lines(repo, SID, [line(1)])
     sha = gitrepo.commit(repo, [layout.session_path(SID)], "snapshot 1: x up to seq 1\n", date="@1700000000 +0000")
-    gitrepo.tag(repo, "snapshot-1", sha, "snapshot 1\n")
-    gitrepo.tag(repo, "snapshot-1", sha, "snapshot 1\n")  # a retry after a crash
+    gittags.tag(repo, "snapshot-1", sha, "snapshot 1\n")
+    gittags.tag(repo, "snapshot-1", sha, "snapshot 1\n")  # a retry after a crash
     empty = gitrepo.commit(repo, [], "snapshot 2: x up to seq 1\n")  # a snapshot that adds no line
     assert empty != sha
-    assert gitrepo.find_recent_commit(repo, "snapshot 1: x up to seq 1") == sha
+    assert gittags.find_recent_commit(repo, "snapshot 1: x up to seq 1") == sha
     gitrepo.push(repo, timeout=30)
     assert git(remote, "tag").split() == ["snapshot-1"]
     assert git(remote, "rev-parse", "main").strip() == empty
@@ -153,8 +153,8 @@ def test_sync_takes_the_remote_when_histories_diverged(tmp_path: Path) -> None:
     gitrepo.push(a, timeout=30)
     gitrepo.init(b, str(remote))
     assert git(b, "rev-parse", "main") == git(a, "rev-parse", "main")
-    gitrepo.tag(a, "snapshot-9", gitrepo.commit(a, [], "snapshot 9: x up to seq 0\n"), "unpushed\n")
-    gitrepo.tag(b, "snapshot-10", gitrepo.commit(b, [], "snapshot 10: x up to seq 0\n"), "pushed\n")
+    gittags.tag(a, "snapshot-9", gitrepo.commit(a, [], "snapshot 9: x up to seq 0\n"), "unpushed\n")
+    gittags.tag(b, "snapshot-10", gitrepo.commit(b, [], "snapshot 10: x up to seq 0\n"), "pushed\n")
     gitrepo.push(b, timeout=30)
     assert gitrepo.sync_with_remote(a, str(remote)) == "reset"
     assert git(a, "rev-parse", "main") == git(b, "rev-parse", "main")
