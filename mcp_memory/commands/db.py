@@ -25,6 +25,9 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
               + ("" if applied else " (already up to date)"))
         return 0
     if args.db_command == "partitions":
+        # the partition functions come with the schema: the embedded default is migrated first,
+        # an external database behind this code is named as such
+        db.ensure_schema()
         return _partitions(db, args)
     with db.connect(autocommit=True) as conn:
         states = migrate.status(conn)

@@ -10,6 +10,7 @@ from datetime import date
 
 import psycopg
 import pytest
+from conftest import scratch_database
 from partition_support import old_session
 
 from mcp_memory.errors import Conflict, Invalid, Retired
@@ -125,3 +126,13 @@ def test_retiring_a_month_detaches_it_and_reads_answer_a_coded_error(service, fr
     assert not any(p["name"].endswith("_p202504") for p in out["partitions"])
     bad = cli(profile, fresh_db, "db", "partitions", "--retire", "April")
     assert bad.returncode != 0 and "[invalid] month must be YYYY-MM" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_partitions_on_a_database_never_migrated_migrates_first(admin_dsn: str, profile: dict[str, str]) -> None:
+    """`db partitions` may be the first command run against a database: the schema is made first
+    (auto_migrate), as for every other command (before, retiring answered an internal error:
+    mm_retire_month did not exist yet)."""
+    with scratch_database(admin_dsn, "mm_empty") as dsn:
+        done = cli(profile, dsn, "db", "partitions", "--retire", "2025-01", "--json")
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["retired"]["month"] == "2025-01"
