@@ -155,14 +155,13 @@ def _archived(repo: Path, rev: str, sessions: list[MonthSession], max_bytes: int
 
 def _differences(s: MonthSession, archived: verify.ArchivedSession | None,
                  digest: tuple[int, int, bytes] | None) -> list[str]:
-    count, last, db_digest = digest or (0, 0, b"")
+    """Why the archive does not hold the session whole: its own problems, the comparison `archive
+    verify` makes (here against every own row, up to the session's last seq), and own rows that
+    stop short of the session's last seq."""
     if archived is None:
         return [f"{s.session_id}: not read"]
-    out = [f"{s.session_id}: {p}" for p in archived.problems]
-    if archived.lines != count:
-        out.append(f"{s.session_id}: {archived.lines} line(s) in the archive, {count} message(s) in the database")
-    elif count and (archived.last_seq != last or archived.digest != db_digest):
-        out.append(f"{s.session_id}: the archive's lines differ from the database's messages")
+    out = [f"{s.session_id}: {p}" for p in archived.problems] + verify.compare_lines(s.session_id, archived, digest)
+    count, last, _ = digest or (0, 0, b"")
     if count and last < s.last_seq:
         out.append(f"{s.session_id}: its own messages end at seq {last}, the session at {s.last_seq}")
     return out

@@ -223,16 +223,24 @@ def _compare(sid: str, a: ArchivedSession | None, row: dict[str, Any] | None,
         for key in LINEAGE:
             if a.meta.get(key) != row[key]:
                 out.append(f"{sid}: {key} is {a.meta.get(key)!r} in the archive, {row[key]!r} in the database")
-    count, last, db_digest = digest or (0, 0, b"")
-    if count != a.lines:
-        out.append(f"{sid}: {a.lines} line(s) in the archive, {count} message(s) in the database up to seq {a.last_seq}")
-    elif last != (a.last_seq if a.lines else 0):
-        out.append(f"{sid}: last seq {a.last_seq} in the archive, {last} in the database")
-    elif not a.problems and db_digest != a.digest:
-        out.append(f"{sid}: content differs from the database (sha256 {a.digest.hex()[:12]} vs {db_digest.hex()[:12]})")
+    out.extend(compare_lines(sid, a, digest))
     if done and a.last_seq < done[0]:
         out.append(f"{sid}: archive reaches seq {a.last_seq}, but snapshots up to seq {done[0]} are marked exported")
     return out
+
+
+def compare_lines(sid: str, a: ArchivedSession, digest: tuple[int, int, bytes] | None) -> list[str]:
+    """The archive's lines of a session against the database's own rows summed up alike (count, last
+    seq, sha256 over the payload hashes in seq order: ArchiveStore.db_digests); also what decides
+    whether a month may leave the hot tables (cold.py)."""
+    count, last, db_digest = digest or (0, 0, b"")
+    if count != a.lines:
+        return [f"{sid}: {a.lines} line(s) in the archive, {count} message(s) in the database up to seq {a.last_seq}"]
+    if last != (a.last_seq if a.lines else 0):
+        return [f"{sid}: last seq {a.last_seq} in the archive, {last} in the database"]
+    if not a.problems and db_digest != a.digest:
+        return [f"{sid}: content differs from the database (sha256 {a.digest.hex()[:12]} vs {db_digest.hex()[:12]})"]
+    return []
 
 
 def read_archive(repo: Path, rev: str = layout.BRANCH) -> dict[str, ArchivedSession]:
