@@ -74,7 +74,8 @@ def _parser() -> argparse.ArgumentParser:
     status.add_argument("--json", action="store_true", help="print one JSON document")
     parts = db_sub.add_parser("partitions", help="create the month partitions ahead, list them, or retire a month",
                               description="Example: mcp-memory db partitions --ahead 3; mcp-memory db partitions "
-                                          "--retire 2025-01 --drop")
+                                          "--retire 2025-01 --archive ~/mm-archive --drop; mcp-memory db partitions "
+                                          "--partman")
     parts.add_argument("--ahead", type=int, default=3, help="months to create after the current one (default 3)")
     parts.add_argument("--retire", metavar="YYYY-MM", help="detach this past month from the hot tables")
     parts.add_argument("--drop", action="store_true",
@@ -83,6 +84,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="with --retire: retire only if this git archive (clone, bare repository or URL) holds "
                             "every message of the month; with --restore: bring a dropped month back from it")
     parts.add_argument("--restore", metavar="YYYY-MM", help="bring a retired month back into the hot tables")
+    parts.add_argument("--partman", action="store_true",
+                       help="hand the months to pg_partman (where the server has it); later runs do its maintenance")
     parts.add_argument("--json", action="store_true", help="print one JSON document")
     db_sub.add_parser("stop", help="stop the embedded server of this profile (it restarts on demand)")
 

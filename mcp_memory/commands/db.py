@@ -8,7 +8,7 @@ import dataclasses
 from ..archive import cold
 from ..config import Settings
 from ..errors import Invalid, Unavailable
-from ..store import embedded, migrate, partitions
+from ..store import embedded, migrate, partitions, partman
 from ..store.db import Database, translate_errors
 from .output import print_json, progress
 
@@ -53,16 +53,22 @@ def _partitions(db: Database, args: argparse.Namespace) -> int:
         raise Invalid("--drop and --archive go with --retire (or --archive with --restore)")
     if args.drop and args.restore:
         raise Invalid("--drop goes with --retire, not --restore")
+    if args.partman and (args.retire or args.restore):
+        raise Invalid("--partman goes alone (with --ahead), not with --retire or --restore")
     retired: cold.ColdRetirement | None = None
     restored: cold.ColdRestore | None = None
     made: list[str] = []
+    adoption: partman.Adoption | None = None
     if args.retire:
         retired = cold.retire(db, partitions.parse_month(args.retire), archive=args.archive, drop=args.drop)
     elif args.restore:
         restored = cold.restore(db, partitions.parse_month(args.restore), archive=args.archive,
                                 progress=lambda done, total: progress(done, total, "restoring"))
     with db.connect(autocommit=True) as conn, translate_errors():
-        if not (retired or restored):
+        if args.partman:
+            adoption = partitions.adopt(conn, args.ahead)
+            made = adoption.made
+        elif not (retired or restored):
             made = partitions.ensure(conn, args.ahead)
         layout = partitions.layout(conn)
     if args.json:
@@ -70,8 +76,12 @@ def _partitions(db: Database, args: argparse.Namespace) -> int:
                     "retired": {**dataclasses.asdict(retired.retirement), "archive_commit": retired.archive_commit,
                                 "verified_messages": retired.verified_messages} if retired else None,
                     "restored": dataclasses.asdict(restored) if restored else None,
+                    "partman": dataclasses.asdict(adoption) if adoption else None,
                     "partitions": [dataclasses.asdict(p) for p in layout]})
         return 0
+    if adoption:
+        print(f"pg_partman (schema {adoption.schema}) keeps the months of "
+              + (", ".join(adoption.adopted) + " from now on" if adoption.adopted else "these tables already"))
     for name in made:
         print(f"created {name}")
     if retired:

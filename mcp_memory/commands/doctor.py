@@ -181,8 +181,15 @@ def _partitions_check(conn) -> Check:
     state = partitions.upkeep(conn)
     if not state.partitioned:
         return Check("partitions", True, "messages is not partitioned before schema version 21")
-    partman = ("; pg_partman is installed on the server but not used: `mcp-memory db partitions` keeps the months"
-               if state.partman_available else "")
+    if state.partman_keeps:
+        partman = "; pg_partman keeps the months (its maintenance runs with `mcp-memory db partitions`)"
+    elif state.partman_available:
+        partman = "; pg_partman is on the server but not used: `mcp-memory db partitions --partman` hands it the months"
+    else:
+        partman = ""
+    if state.unhardened:
+        return Check("partitions", True, f"{state.unhardened} partitions lack row-level security (made by pg_partman's "
+                     "background worker): run `mcp-memory db partitions`" + partman, warning=True)
     if not state.next_month_ready or state.default_rows > 0:
         return Check("partitions", True, ("next month has no partition yet" if not state.next_month_ready else
                                           f"~{state.default_rows} rows wait in the default partition")

@@ -66,7 +66,7 @@ DECLARE
     -- in the parent's schema (the function's search_path starts with pg_catalog)
     nsp text := (SELECT n.nspname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
                  WHERE c.oid = pg_catalog.to_regclass(tbl));
-    name text := pg_catalog.format('%I.%I', nsp, tbl || '_p' || pg_catalog.to_char(m, 'YYYYMM'));
+    name text := pg_catalog.format('%I.%I', nsp, mm_month_partition_name(tbl, m));
     hi date := (m + interval '1 month')::date;
     spill boolean;
 BEGIN
@@ -902,6 +902,40 @@ BEGIN
     EXECUTE pg_catalog."format"('REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON %s FROM mcp_memory_ro, mcp_memory_rw', tbl);
 END $$;
 
+CREATE FUNCTION public.mm_harden_partitions() RETURNS text[]
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    x record;
+    g record;
+    done text[] := '{}';
+BEGIN
+    FOR x IN
+        SELECT c.oid::regclass AS part, c.relrowsecurity, c.relowner
+        FROM pg_catalog.unnest(coalesce(mm_partitioned_tables(), '{}')) AS t(name)
+        JOIN pg_catalog.pg_inherits i ON i.inhparent = pg_catalog.to_regclass(t.name)
+        JOIN pg_catalog.pg_class c ON c.oid = i.inhrelid
+        ORDER BY 1
+    LOOP
+        IF NOT x.relrowsecurity THEN
+            EXECUTE pg_catalog.format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY', x.part);
+            done := done || x.part::text;
+        END IF;
+        FOR g IN
+            SELECT DISTINCT a.grantee FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) AS a
+            WHERE c.oid = x.part AND a.grantee <> x.relowner
+        LOOP
+            EXECUTE pg_catalog.format('REVOKE ALL ON %s FROM %s', x.part,
+                                      CASE WHEN g.grantee = 0 THEN 'PUBLIC' ELSE g.grantee::regrole::text END);
+            IF NOT x.part::text = ANY (done) THEN
+                done := done || x.part::text;
+            END IF;
+        END LOOP;
+    END LOOP;
+    RETURN done;
+END $$;
+
 CREATE FUNCTION public.mm_host_metrics(p_within_seconds double precision) RETURNS TABLE(hosts bigint, hosts_with_spool bigint, spool_files bigint, oldest_spool_seconds double precision, oldest_report_seconds double precision)
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
@@ -1028,6 +1062,13 @@ CREATE FUNCTION public.mm_month_partition(tbl text, m date) RETURNS regclass
     WHERE i.inhparent = pg_catalog.to_regclass(tbl)
       AND pg_catalog.pg_get_expr(c.relpartbound, c.oid)
           = pg_catalog.format('FOR VALUES FROM (%L) TO (%L)', m, (m + interval '1 month')::date)
+$$;
+
+CREATE FUNCTION public.mm_month_partition_name(tbl text, m date) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    SELECT tbl || '_p' || pg_catalog.to_char(m, 'YYYY_MM')
 $$;
 
 CREATE FUNCTION public.mm_notify_append() RETURNS trigger
@@ -1358,7 +1399,7 @@ BEGIN
         RAISE EXCEPTION 'month % has not retired', pg_catalog.to_char(p_month, 'YYYY-MM') USING ERRCODE = 'MM404';
     END IF;
     FOREACH tbl IN ARRAY coalesce(mm_partitioned_tables(), '{}') LOOP
-        name := tbl || '_p' || pg_catalog.to_char(p_month, 'YYYYMM');
+        name := mm_month_partition_name(tbl, p_month);
         IF mm_month_partition(tbl, p_month) IS NOT NULL THEN
             CONTINUE;
         END IF;

@@ -19,7 +19,7 @@ HEADER = ("-- mcp-memory: the schema after every migration in store/migrations/,
           "-- scripts/dump_schema.py (pg_dump --schema-only --no-owner --no-privileges); do not edit.\n")
 # lines that differ between two dumps of the same schema: version banners, settings, restrict keys
 # the month partitions of migration 0021 depend on the month the database was migrated in
-MONTH_PARTITIONS = "*_p[0-9][0-9][0-9][0-9][0-9][0-9]"
+MONTH_PARTITIONS = "*_p[0-9][0-9][0-9][0-9]_[0-9][0-9]"  # <table>_pYYYY_MM (migration 0025)
 VOLATILE = re.compile(r"^(--|SET |SELECT pg_catalog\.set_config|\\restrict|\\unrestrict)")
 
 

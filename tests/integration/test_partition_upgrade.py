@@ -84,7 +84,7 @@ def test_upgrade_from_0019_keeps_every_row_and_read(empty_db: str, profile: dict
     with psycopg.connect(empty_db) as conn:
         where: dict[str, list[str]] = dict(conn.execute("SELECT session_id, array_agg(DISTINCT tableoid::regclass::text) FROM messages "
                                   "GROUP BY 1").fetchall())
-        assert where == {ROOT: ["messages_p202501"], MARCH: ["messages_p202503"], FORK: ["messages_p202502"]}
+        assert where == {ROOT: ["messages_p2025_01"], MARCH: ["messages_p2025_03"], FORK: ["messages_p2025_02"]}
         assert conn.execute("SELECT relkind FROM pg_class WHERE oid = 'messages'::regclass").fetchone() == ("p",)
         assert conn.execute("SELECT to_regclass('messages_unpartitioned')").fetchone() == (None,)
         policies = conn.execute("SELECT polname FROM pg_policy WHERE polrelid = 'messages'::regclass "
@@ -99,5 +99,31 @@ def test_upgrade_from_0019_keeps_every_row_and_read(empty_db: str, profile: dict
         assert again.fetchall() == [(2, True)]
         assert conn.execute(APPEND, (MARCH, "a3", "user", _payload("user", "new"), None)).fetchall() == [(3, False)]
         assert conn.execute("SELECT tableoid::regclass::text FROM messages WHERE session_id = %s AND seq = 3",
-                            (MARCH,)).fetchone() == ("messages_p202503",)
+                            (MARCH,)).fetchone() == ("messages_p2025_03",)
     assert migrate.migrate(empty_db) == []
+
+
+def test_upgrade_to_0025_gives_the_months_pg_partman_names(empty_db: str, profile: dict[str, str]) -> None:
+    """Migration 0025 renames <table>_pYYYYMM to <table>_pYYYY_MM: the attached months and the kept
+    tables of a retired month (which mm_restore_month then finds and attaches again)."""
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        _migrate_up_to(conn, 24)
+        for sid, month in ((ROOT, "2025-01-20"), (MARCH, "2025-03-02"), (FORK, "2025-02-10")):
+            conn.execute("INSERT INTO sessions (session_id, project_id, created_at) VALUES (%s, 'up', %s)",
+                         (sid, f"{month} 10:00:00+00"))
+            for seq in range(1, 5):
+                conn.execute(APPEND, (sid, f"a{seq}", "user", _payload("user", f"word{seq} 分区 {sid[-1]}"), None))
+        conn.execute("SELECT mm_ensure_partitions(0)")
+        conn.execute("SELECT mm_retire_month('2025-01-01', false)")
+        assert "messages_p202501" in conn.execute("SELECT detached FROM retired_months").fetchone()[0]  # type: ignore[index]
+    before = _dump(empty_db)
+    assert [m.version for m in migrate.migrate(empty_db)] == [m.version for m in migrate.available() if m.version > 24]
+    assert _dump(empty_db) == before
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        names = {r[0] for r in conn.execute("SELECT relname FROM pg_class WHERE relname ~ '^messages_p'").fetchall()}
+        assert {"messages_p2025_01", "messages_p2025_02", "messages_p2025_03"} <= names
+        assert not any(n[len("messages_p"):].isdigit() for n in names)
+        assert "messages_p2025_01" in conn.execute("SELECT detached FROM retired_months").fetchone()[0]  # type: ignore[index]
+        assert conn.execute("SELECT part, attached FROM mm_restore_month('2025-01-01') WHERE part LIKE 'messages%'"
+                            ).fetchall() == [("messages_p2025_01", True)]
+    assert [m["content"] for m in _reads(empty_db, profile)[ROOT]] == [f"word{i} 分区 1" for i in range(1, 5)]

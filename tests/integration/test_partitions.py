@@ -38,14 +38,14 @@ def test_a_session_lives_in_one_partition_and_forks_read_across_months(service, 
     assert holders(fresh_db, "messages", old) == {"messages_default"}  # no partition for 2025-03 yet
     with psycopg.connect(fresh_db, autocommit=True) as conn:
         made = partitions.ensure(conn, 3)
-    assert "public.messages_p202503" in made and "public.message_search_p202503" in made
-    assert holders(fresh_db, "messages", old) == {"messages_p202503"}  # moved out of the default partition
+    assert "public.messages_p2025_03" in made and "public.message_search_p2025_03" in made
+    assert holders(fresh_db, "messages", old) == {"messages_p2025_03"}  # moved out of the default partition
     big = service.append_messages(old, [{"role": "user", "content": f"old {i}", "append_id": f"o{i}"}
                                         for i in range(3, 80)])  # ≥ 64 rows of an owner: COPY
     assert small.seqs == [1, 2, 3] and big.seqs == list(range(4, 81))
-    assert holders(fresh_db, "messages", old) == {"messages_p202503"}
+    assert holders(fresh_db, "messages", old) == {"messages_p2025_03"}
     service.reindex_search()
-    assert holders(fresh_db, "message_search", old) == {"message_search_p202503"}
+    assert holders(fresh_db, "message_search", old) == {"message_search_p2025_03"}
     # idempotent append_id: the same message again is a duplicate at its seq, in either path
     again = service.append_messages(old, [{"role": "user", "content": "old 1", "append_id": "o1"}])
     assert again.seqs == [2] and again.duplicates == [True]
@@ -55,7 +55,7 @@ def test_a_session_lives_in_one_partition_and_forks_read_across_months(service, 
     snap = service.create_snapshot(old, "s")
     fork = service.load_snapshot(snap.snapshot_id).session_id
     service.append_message(fork, {"role": "user", "content": "new", "append_id": "n1"})
-    this_month = f"messages_p{date.today():%Y%m}"
+    this_month = f"messages_p{date.today():%Y_%m}"
     assert holders(fresh_db, "messages", fork) == {this_month}
     assert texts(service, fork) == [f"old {i}" for i in range(80)] + ["new"]
     assert [m.seq for m in service.read_session(fork, after_seq=78, view="full").messages] == [79, 80, 81]
@@ -74,7 +74,7 @@ def test_months_ahead_are_created_once(fresh_db: str) -> None:
         names = {p.name for p in partitions.layout(conn)}
     today = date.today()
     sixth = date(today.year + (today.month + 5) // 12, (today.month + 5) % 12 + 1, 1)
-    assert f"public.messages_p{sixth:%Y%m}" in first and f"messages_p{sixth:%Y%m}" in names
+    assert f"public.messages_p{sixth:%Y_%m}" in first and f"messages_p{sixth:%Y_%m}" in names
     assert {"messages_default", "message_search_default"} <= names
     with psycopg.connect(fresh_db, autocommit=True) as conn, pytest.raises(Invalid, match="months_ahead"):
         partitions.ensure(conn, 500)
@@ -98,11 +98,11 @@ def test_retiring_a_month_detaches_it_and_reads_answer_a_coded_error(service, fr
             partitions.retire(conn, date.today().replace(day=1), drop=False)
         done = partitions.retire(conn, OLD, drop=False)
         assert (done.month, done.sessions, done.messages, done.dropped) == ("2025-03", 1, 5, False)
-        assert "messages_p202503" in done.detached
+        assert "messages_p2025_03" in done.detached
         # the month left the hot table whole: kept as a plain table, no longer a partition
         assert conn.execute("SELECT count(*) FROM messages WHERE session_id = %s", (old,)).fetchone() == (0,)
-        assert conn.execute("SELECT count(*) FROM messages_p202503").fetchone() == (5,)
-        assert conn.execute("SELECT relispartition FROM pg_class WHERE oid = 'messages_p202503'::regclass"
+        assert conn.execute("SELECT count(*) FROM messages_p2025_03").fetchone() == (5,)
+        assert conn.execute("SELECT relispartition FROM pg_class WHERE oid = 'messages_p2025_03'::regclass"
                             ).fetchone() == (False,)
         with pytest.raises(Conflict, match="already retired"):
             partitions.retire(conn, OLD, drop=True)
@@ -123,7 +123,7 @@ def test_retiring_a_month_detaches_it_and_reads_answer_a_coded_error(service, fr
     out = json.loads(done_cli.stdout)
     assert out["retired"]["month"] == "2025-04" and out["retired"]["dropped"] is False
     assert out["retired"]["archive_commit"] is None
-    assert not any(p["name"].endswith("_p202504") for p in out["partitions"])
+    assert not any(p["name"].endswith("_p2025_04") for p in out["partitions"])
     bad = cli(profile, fresh_db, "db", "partitions", "--retire", "April")
     assert bad.returncode != 0 and "[invalid] month must be YYYY-MM" in bad.stderr and "Traceback" not in bad.stderr
 

@@ -42,7 +42,7 @@ def month_tables(dsn: str, month: date) -> dict[str, bool]:
     one too where the server has pgvector)."""
     with psycopg.connect(dsn) as conn:
         rows = conn.execute("SELECT relname, relispartition FROM pg_class WHERE relname LIKE %s AND relkind = 'r'",
-                            (f"%\\_p{month:%Y%m}",)).fetchall()
+                            (f"%\\_p{month:%Y_%m}",)).fetchall()
     return {name: part for name, part in rows if not name.startswith("message_embeddings")}
 
 
@@ -66,7 +66,7 @@ def test_a_month_leaves_only_when_archived_and_comes_back_byte_identical(service
     with pytest.raises(Conflict, match=rf"month 2025-03 stays in the hot tables: .*{march}: 6 line\(s\) in the "
                                        r"archive, 7 message\(s\) in the database"):
         cold.retire(db, MARCH, archive=repo, drop=True)
-    assert month_tables(fresh_db, MARCH) == {"messages_p202503": True, "message_search_p202503": True}
+    assert month_tables(fresh_db, MARCH) == {"messages_p2025_03": True, "message_search_p2025_03": True}
     with pytest.raises(Invalid, match="--drop needs --archive"):
         cold.retire(db, MARCH, archive=None, drop=True)
 
@@ -123,11 +123,11 @@ def test_a_kept_month_is_attached_again_and_the_command_speaks_json(service, fre
     out = json.loads(capsys.readouterr().out)
     assert out["retired"]["dropped"] is False and out["retired"]["verified_messages"] == 3
     assert len(out["retired"]["archive_commit"]) == 40
-    assert month_tables(fresh_db, APRIL) == {"messages_p202504": False, "message_search_p202504": False}
+    assert month_tables(fresh_db, APRIL) == {"messages_p2025_04": False, "message_search_p2025_04": False}
     assert cli("db", "partitions", "--restore", "2025-04", "--json") == 0
     out = json.loads(capsys.readouterr().out)
     assert out["restored"]["attached"] is True and out["restored"]["sessions"] == 1
-    assert month_tables(fresh_db, APRIL) == {"messages_p202504": True, "message_search_p202504": True}
+    assert month_tables(fresh_db, APRIL) == {"messages_p2025_04": True, "message_search_p2025_04": True}
     assert payloads(service, april) == before
     # refusals name the rule, exit non-zero, and change nothing
     assert cli("db", "partitions", "--restore", "2025-04", "--drop") != 0

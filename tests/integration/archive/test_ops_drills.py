@@ -112,7 +112,8 @@ def test_archiver_install_sets_up_what_the_service_unit_expects(tmp_path: Path) 
 # the database releases behind this code: migrations 0024, 0022, 0019 and 0018 undone, 0023 and 0021
 # unrecorded (their steps run again on their own result: the tables are already partitioned, the
 # append function is replaced)
-ROLLBACK = ("DROP FUNCTION mm_restore_month(date)", "ALTER TABLE retired_months DROP COLUMN archive_commit",
+ROLLBACK = ("DROP FUNCTION mm_harden_partitions()", "DELETE FROM schema_migrations WHERE version = 25",
+            "DROP FUNCTION mm_restore_month(date)", "ALTER TABLE retired_months DROP COLUMN archive_commit",
             "DELETE FROM schema_migrations WHERE version = 24", "DELETE FROM schema_migrations WHERE version = 23", "DROP INDEX message_search_created", "DELETE FROM schema_migrations WHERE version = 22",
             "DELETE FROM schema_migrations WHERE version = 21",
             "DROP SCHEMA mm_read CASCADE", "DROP FUNCTION mm_read_scope()", "DROP FUNCTION mm_read_caller()",

@@ -38,7 +38,8 @@ def test_a_token_sees_its_projects_rows_in_every_partition_and_no_partition_dire
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute(f"SELECT count(*) FROM {name}")
         for call in ("SELECT mm_ensure_partitions(1)", "SELECT mm_retire_month('2025-01-01', true)",
-                     "SELECT mm_add_month_partition('messages', '2030-01-01')"):
+                     "SELECT mm_add_month_partition('messages', '2030-01-01')", "SELECT mm_harden_partitions()",
+                     "SELECT mm_restore_month('2025-01-01')"):
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute(call)
         assert conn.execute("SELECT part_month FROM retired_months").fetchall() == []
