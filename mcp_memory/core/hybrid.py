@@ -33,6 +33,7 @@ from .search import (
     check_query,
     check_scope,
     check_time,
+    cross_language,
     fetch_matches,
     fts_scores,
     lexical_own,
@@ -80,7 +81,7 @@ def search(
     with db.transaction() as conn:
         store = SearchStore(conn)
         scope = with_session(conn, scope, session_id)
-        parsed = parse(text, store.synonym_groups())
+        parsed = cross_language(store, scope, parse(text, store.synonym_groups()))
         lexical = fts_scores(store, parsed, scope) if plan.mode != "semantic" else Lexical({}, 0.0)
         near = _nearest(EmbeddingStore(conn), scope, embedder, vector) if vector is not None else []
         weight = vector_weight(text, getattr(embedder, "scripts", None), lexical.confidence)
@@ -123,7 +124,7 @@ class Timed:
         if found is None:
             return None
         inner = temporal.window_scope(self.scope, found.window)
-        parsed = temporal.parsed_focus(self.store, found)
+        parsed = cross_language(self.store, inner, temporal.parsed_focus(self.store, found))
         lexical = fts_scores(self.store, parsed, inner) if self.mode != "semantic" else Lexical({}, 0.0)
         if found.anchored and vector is not None and self.embedder is not None:
             try:  # the question without the event's words ("before the migration")

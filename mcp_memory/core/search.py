@@ -12,7 +12,7 @@ from ..errors import Invalid, NotFound
 from ..inputs import MAX_MATCHES, MAX_QUERY_CHARS
 from ..memory_results import MatchReason, MessageMatch
 from ..schema import ROLES, format_time
-from ..search import dates, ranking
+from ..search import crosslang, dates, ranking
 from ..search.names import names_in
 from ..search.query import ParsedQuery, match_tsquery, phrase_tsquery
 from ..search.snippet import snippet
@@ -34,6 +34,8 @@ BRIDGE_WEIGHT = 0.3  # a bridged name against a query word ("join"), the best br
 BRIDGE_TURNS = 2
 BRIDGE_POOL = 2  # the first stage's best turns searched for the BRIDGE_TURNS that name someone
 BRIDGE_MODE = "join"  # or "fuse" (`bridged`); constants chosen on the tuning parts
+CROSS_WEIGHT = 1.0  # a translated word against a query word (search/crosslang.py); 0: off
+CROSS_PER_WORD = 2  # translations kept per query word, among those the searched memory holds
 _RELATIVE = re.compile(r"^\s*(\d+)\s*([mhdw])\s*$")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
@@ -132,6 +134,29 @@ def fts_scores(store: SearchStore, parsed: ParsedQuery, scope: Scope) -> Lexical
     return Lexical(ranking.with_neighbours(own), confidence, own, hop)
 
 
+def cross_language(store: SearchStore, scope: Scope, parsed: ParsedQuery) -> ParsedQuery:
+    """The query's words in the other language (search/crosslang.py) join it at CROSS_WEIGHT: per
+    word, the first CROSS_PER_WORD translations whose every term the searched memory holds (a
+    dictionary lists dozens of rare words for a common one; those not in memory only cost time).
+    Applied where a search's query is parsed, so that snippets highlight the translations too."""
+    if CROSS_WEIGHT <= 0 or not parsed.text.strip():
+        return parsed
+    options = [[(tr, [t for t in crosslang.terms_of(tr) if t not in parsed.terms]) for tr in option]
+               for option in crosslang.translations(parsed.text)]
+    wanted = sorted({t for option in options for _, terms in option for t in terms})
+    if not wanted:
+        return parsed
+    df = store.term_stats(scope.project_id, wanted).df
+    added: dict[str, float] = {}
+    for option in options:
+        kept = [terms for _, terms in option if terms and all(df.get(t, 0) > 0 for t in terms)][:CROSS_PER_WORD]
+        for term in (t for terms in kept for t in terms):
+            added[term] = CROSS_WEIGHT
+    if not added:
+        return parsed
+    return replace(parsed, terms={**added, **parsed.terms}, translated=frozenset(added))
+
+
 def bridged(store: SearchStore, parsed: ParsedQuery, scope: Scope, lexical: Lexical,
             seeds: list[ranking.Key]) -> Lexical:
     """The second stage of a multi-hop question: the names the `seeds` (the first stage's best
@@ -173,7 +198,7 @@ def lexical_own(store: SearchStore, parsed: ParsedQuery, scope: Scope) -> tuple[
                                   avg_len=stats.avg_len, k1=ranking.K1, b=ranking.B, pool=ranking.POOL,
                                   expected=expected)
     own = {(c.session_id, c.seq): c.score for c in candidates if c.score > 0}
-    full = ranking.full_match_score(parsed.terms, stats)
+    full = ranking.full_match_score({t: w for t, w in parsed.terms.items() if t not in parsed.translated}, stats)
     confidence = min(1.0, max(own.values(), default=0.0) / full) if full > 0 else 0.0
     return own, confidence
 

@@ -25,7 +25,7 @@ from ..search.tokenizer import iter_terms
 from ..store.search_store import Scope, SearchStore
 
 HOP_SHARE = 1.0  # the r-th bridged turn against the first pass's r-th score; 0: off
-SEED_SHARE = 0.5  # seeds: own word hits scoring at least this share of the best …
+SEED_SHARE = 0.4  # seeds: own word hits scoring at least this share of the best …
 SEED_TURNS = 20  # … at most this many
 NAME_MAX_DF = 5  # a name in more turns than this is no bridge
 HOP_NAMES = 3  # the rarest names searched (constants chosen on the tuning parts)

@@ -28,6 +28,7 @@ class ParsedQuery:
     phrases: list[list[Token]] = field(default_factory=list)  # required
     excluded: list[list[Token]] = field(default_factory=list)
     text: str = ""  # the free text, for synonym matching
+    translated: frozenset[str] = frozenset()  # terms added from the other language (search/crosslang.py)
 
     @property
     def empty(self) -> bool:

@@ -162,6 +162,12 @@ async def test_search_messages_over_mcp(service, shop) -> None:
         match = result.structured_content["matches"][0]
         assert (match["session_id"], match["seq"]) == (sid, 5)
         assert {"snippet", "created_at", "session_title", "score", "role"} <= set(match)
+        # across languages (search/crosslang.py): 超时 → "timeout" finds the English turn, highlighted
+        crossed = await client.call_tool("search_messages", {"query": "超时", "project_id": "shop", "hits_only": True})
+        found = {(m["session_id"], m["seq"]): m["why"] for m in crossed.structured_content["matches"]}
+        assert found.get((sid, 3)) == "terms" and found.get((sid, 5)) == "terms"
+        english = next(m for m in crossed.structured_content["matches"] if m["seq"] == 3)
+        assert "**timeout**" in english["snippet"]
         bad = await client.call_tool("search_messages", {"query": "x", "since": "soon"})
         assert bad.is_error and bad.content[0].text.startswith("[invalid] since")
 
@@ -266,3 +272,30 @@ def test_the_second_hop_crosses_languages_through_a_latin_name(service, monkeypa
     assert (later, 2) in keys(service.search_messages(question, project_id="ops", mode="fts", limit=5))
     monkeypatch.setattr(second_hop, "HOP_SHARE", 0.0)
     assert (later, 2) not in keys(service.search_messages(question, project_id="ops", mode="fts", limit=5))
+
+
+def test_words_cross_languages_through_the_dictionary(service, monkeypatch) -> None:
+    """An English question, the name given in a Chinese turn, the answer in English: the question's
+    words translated (search/crosslang.py) find the Chinese turn, whose Latin name then leads to the
+    answer. Only translations that the project's memory holds join the query."""
+    from mcp_memory.core import search
+
+    chatter, later = _session(service, project="ops"), _session(service, project="ops")
+    service.append_messages(chatter, [
+        {"role": "user", "content": "The login page needs a new logo."},
+        {"role": "user", "content": "Who reviews the proxy settings this week?"},
+        {"role": "user", "content": "新的登录代理以后就叫 Cobalt，用来替换原来的 cron 脚本。"},
+    ])
+    service.append_messages(later, [
+        {"role": "user", "content": "The weather turned cold again."},
+        {"role": "user", "content": "Cobalt returns stale prices for up to an hour."},
+    ])
+    question = "What problem did the login proxy have?"
+    found = keys(service.search_messages(question, project_id="ops", mode="fts", limit=5, hits_only=True))
+    assert (chatter, 3) in found and (later, 2) in found
+    english = keys(service.search_messages("登录代理出了什么问题？", project_id="ops", mode="fts", limit=5, hits_only=True))
+    assert (chatter, 1) in english and (chatter, 2) in english  # and back: 登录 → log in/login, 代理 → proxy
+    monkeypatch.setattr(search, "CROSS_WEIGHT", 0.0)
+    assert (later, 2) not in keys(service.search_messages(question, project_id="ops", mode="fts", limit=5, hits_only=True))
+    assert (chatter, 1) not in keys(service.search_messages("登录代理出了什么问题？", project_id="ops", mode="fts",
+                                                            limit=5, hits_only=True))
