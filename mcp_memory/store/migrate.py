@@ -144,6 +144,10 @@ def migrate(dsn: str) -> list[Migration]:
             for item in scalar(conn, "SELECT mm_ensure_partitions(%(n)s::integer)", {"n": PARTITION_MONTHS_AHEAD},
                                what="mm_ensure_partitions") or []:
                 log.info("created partition %s", item)
+        if scalar(conn, "SELECT to_regprocedure('mm_harden_partitions()') IS NOT NULL", what="to_regprocedure"):
+            # partitions that pg_partman's background worker made (store/partman.py)
+            for item in scalar(conn, "SELECT mm_harden_partitions()", what="mm_harden_partitions") or []:
+                log.info("gave partition %s row-level security", item)
     return applied_now
 
 

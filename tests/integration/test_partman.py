@@ -116,6 +116,12 @@ def test_pg_partman_takes_the_months_over_and_they_stay_ours_to_retire(service, 
     assert upkeep.returncode == 0, upkeep.stderr
     with psycopg.connect(fresh_db, autocommit=True) as conn:
         assert all(rls and not granted for rls, granted in month_tables(conn).values())
+        with conn.transaction():  # again, and this time `db migrate` hardens them
+            partman.maintain(conn, 9)
+        assert partitions.upkeep(conn).unhardened > 0
+    assert cli(profile, fresh_db, "db", "migrate").returncode == 0
+    with psycopg.connect(fresh_db, autocommit=True) as conn:
+        assert partitions.upkeep(conn).unhardened == 0
     doctor = cli(profile, fresh_db, "doctor", "--json")
     check = next(c for c in json.loads(doctor.stdout)["checks"] if c["name"] == "partitions")
     assert not check["warning"] and "pg_partman keeps the months" in check["detail"], check
