@@ -141,15 +141,15 @@ def cross_language(store: SearchStore, scope: Scope, parsed: ParsedQuery) -> Par
     Applied where a search's query is parsed, so that snippets highlight the translations too."""
     if CROSS_WEIGHT <= 0 or not parsed.text.strip():
         return parsed
-    options = [[(tr, [t for t in crosslang.terms_of(tr) if t not in parsed.terms]) for tr in option]
+    options = [[[t for t in crosslang.terms_of(translation) if t not in parsed.terms] for translation in option]
                for option in crosslang.translations(parsed.text)]
-    wanted = sorted({t for option in options for _, terms in option for t in terms})
+    wanted = sorted({t for option in options for terms in option for t in terms})
     if not wanted:
         return parsed
     df = store.term_stats(scope.project_id, wanted).df
     added: dict[str, float] = {}
     for option in options:
-        kept = [terms for _, terms in option if terms and all(df.get(t, 0) > 0 for t in terms)][:CROSS_PER_WORD]
+        kept = [terms for terms in option if terms and all(df.get(t, 0) > 0 for t in terms)][:CROSS_PER_WORD]
         for term in (t for terms in kept for t in terms):
             added[term] = CROSS_WEIGHT
     if not added:

@@ -49,12 +49,9 @@ def managed(conn: psycopg.Connection, schema: str | None = None) -> dict[str, st
     schema = schema or extension_schema(conn)
     if schema is None:
         return {}
-    rows = conn.execute(sql.SQL(
-        "SELECT t.name, c.parent_table FROM unnest(mm_partitioned_tables()) AS t(name) "
-        "JOIN pg_class p ON p.oid = to_regclass(t.name) JOIN pg_namespace n ON n.oid = p.relnamespace "
-        "JOIN {}.part_config c ON c.parent_table = n.nspname || '.' || p.relname").format(sql.Identifier(schema))
-    ).fetchall()
-    return dict(rows)
+    kept = {row[0] for row in conn.execute(
+        sql.SQL("SELECT parent_table FROM {}.part_config").format(sql.Identifier(schema))).fetchall()}
+    return {table: parent for table, parent in _parents(conn) if parent in kept}
 
 
 def partitions(conn: psycopg.Connection) -> set[str]:
@@ -154,6 +151,7 @@ def _configure(conn: psycopg.Connection, partman: sql.Identifier, premake: int) 
 
 
 def _parents(conn: psycopg.Connection) -> list[tuple[str, str]]:
+    """(table, schema-qualified table) of each of our partitioned tables."""
     rows = conn.execute("SELECT t.name, n.nspname || '.' || p.relname FROM unnest(mm_partitioned_tables()) AS t(name) "
                         "JOIN pg_class p ON p.oid = to_regclass(t.name) JOIN pg_namespace n ON n.oid = p.relnamespace"
                         ).fetchall()
