@@ -23,7 +23,7 @@ from ..base import MappingReport, NeutralSession, WriteOptions, epoch_ms
 from .ids import SESSION_ID, IdMinter
 from .read import AGENT
 from .write_session import first_time, last_time, native_session, title
-from .write_tools import guess_provider, tokens_from_usage, tool_part
+from .write_tools import content_part, guess_provider, tokens_from_usage, tool_part
 
 TARGET_VERSION = "1.18.33"
 DEFAULT_AGENT = "build"
@@ -215,7 +215,7 @@ def _user_parts(writer: _Writer, message: MessageIn) -> list[dict[str, Any]]:
     parts = []
     for part in content or []:
         data = part.model_dump()
-        converted = _content_part(data)
+        converted = content_part(data)
         if converted is None:
             writer.report.drop(f"user content part type: {data.get('type')}")
             continue
@@ -223,28 +223,6 @@ def _user_parts(writer: _Writer, message: MessageIn) -> list[dict[str, Any]]:
             converted["synthetic"] = True
         parts.append(converted)
     return parts
-
-
-def _content_part(data: dict[str, Any]) -> dict[str, Any] | None:
-    kind = data.get("type")
-    if kind == "text":
-        return {"type": "text", "text": data.get("text", "")}
-    if kind == "image_url":
-        url = str((data.get("image_url") or {}).get("url") or "")
-        mime = url[5:].split(";", 1)[0] if url.startswith("data:") else "image/png"
-        return {"type": "file", "mime": mime or "image/png", "url": url} if url else None
-    if kind == "file":
-        file = data.get("file") or {}
-        source = file.get("file_data") or file.get("url")
-        if not source:
-            return None
-        return {
-            "type": "file",
-            "mime": file.get("mime") or "application/octet-stream",
-            "filename": file.get("filename") or "file",
-            "url": source,
-        }
-    return None
 
 
 def _write_assistant(writer: _Writer, message: MessageIn) -> None:

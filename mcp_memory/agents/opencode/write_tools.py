@@ -1,4 +1,5 @@
-"""Neutral tool calls and results → OpenCode tool parts, plus model / usage fields for written messages.
+"""Neutral tool calls and results → OpenCode tool parts, content items (text, image, file) → its text
+and file parts, plus model / usage fields for written messages.
 
 Facts (README.md in this package, §Records and §Writing) — one part
 per call and result, `input` a JSON object, `output` a string, failures as `status: "error"`;
@@ -138,3 +139,27 @@ def tokens_from_usage(usage: Any) -> dict[str, Any]:
             "write": int(usage.get("cache_creation_input_tokens") or 0),
         },
     }
+
+
+def content_part(data: dict[str, Any]) -> dict[str, Any] | None:
+    """A neutral content item as an OpenCode part: text, or a file part for an image or file (None
+    for an item with nothing to show)."""
+    kind = data.get("type")
+    if kind == "text":
+        return {"type": "text", "text": data.get("text", "")}
+    if kind == "image_url":
+        url = str((data.get("image_url") or {}).get("url") or "")
+        mime = url[5:].split(";", 1)[0] if url.startswith("data:") else "image/png"
+        return {"type": "file", "mime": mime or "image/png", "url": url} if url else None
+    if kind == "file":
+        file = data.get("file") or {}
+        source = file.get("file_data") or file.get("url")
+        if not source:
+            return None
+        return {
+            "type": "file",
+            "mime": file.get("mime") or "application/octet-stream",
+            "filename": file.get("filename") or "file",
+            "url": source,
+        }
+    return None
