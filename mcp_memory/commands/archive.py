@@ -105,7 +105,8 @@ def archive(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _run(db: Database, settings: Settings, args: argparse.Namespace) -> int:
-    from ..archive.daemon import Archiver, ArchiverOptions, stop_on_signals, worker_name
+    from ..archive.daemon import Archiver, stop_on_signals, worker_name
+    from ..archive.options import ArchiverOptions
 
     options = ArchiverOptions.resolve(settings, repo=args.repo, remote=args.remote)
     if not args.verbose:
@@ -176,7 +177,7 @@ def _retry(db: Database, args: argparse.Namespace) -> int:
 
 def _verify(db: Database, settings: Settings, args: argparse.Namespace) -> int:
     from ..archive import verify
-    from ..archive.daemon import ArchiverOptions
+    from ..archive.options import ArchiverOptions
 
     options = ArchiverOptions.resolve(settings, repo=getattr(args, "repo", None))
     report = verify.verify(db, options.repo, repair=args.repair)

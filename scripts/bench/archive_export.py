@@ -145,7 +145,8 @@ def run(dsn: str, *, quick: bool) -> dict:
 
 
 def large(dsn: str, n: int) -> dict:
-    from mcp_memory.archive.daemon import Archiver, ArchiverOptions, AutoSnapshot
+    from mcp_memory.archive.daemon import Archiver
+    from mcp_memory.archive.options import ArchiverOptions, AutoSnapshot
     from mcp_memory.store.archive_store import ArchiveStore
 
     work = Path(tempfile.mkdtemp(prefix="mm-archive-large-"))

@@ -27,7 +27,8 @@ import pytest
 from archive_support import archive_lines
 from pg_servers_support import pg_bin, why_not
 
-from mcp_memory.archive.daemon import Archiver, ArchiverOptions, AutoSnapshot
+from mcp_memory.archive.daemon import Archiver
+from mcp_memory.archive.options import ArchiverOptions, AutoSnapshot
 from mcp_memory.config import load_settings
 from mcp_memory.core.service import Service
 from mcp_memory.errors import Unavailable

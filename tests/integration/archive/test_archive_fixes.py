@@ -16,7 +16,8 @@ import pytest
 from archive_support import bare_remote, db_rows, git, messages, second_db  # noqa: F401
 
 from mcp_memory.archive import export, gitrepo, gittags, layout, restore
-from mcp_memory.archive.daemon import Archiver, ArchiverOptions, AutoSnapshot
+from mcp_memory.archive.daemon import Archiver
+from mcp_memory.archive.options import ArchiverOptions, AutoSnapshot
 from mcp_memory.archive.retry import RetryStrategy
 from mcp_memory.archive.verify import verify
 from mcp_memory.cli import main

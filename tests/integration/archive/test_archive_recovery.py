@@ -17,7 +17,8 @@ from archive_support import cli, db_rows, messages, second_db  # noqa: F401  (fi
 from security_support import connect_as, make_token, owner_db, password_server, token_service  # noqa: F401
 
 from mcp_memory.archive import layout
-from mcp_memory.archive.daemon import Archiver, ArchiverOptions, AutoSnapshot
+from mcp_memory.archive.daemon import Archiver
+from mcp_memory.archive.options import ArchiverOptions, AutoSnapshot
 from mcp_memory.archive.verify import verify
 from mcp_memory.cli import main
 from mcp_memory.core.service import Service

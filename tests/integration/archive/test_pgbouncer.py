@@ -20,7 +20,8 @@ from pgbouncer_support import running_pgbouncer
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from mcp_memory.archive.daemon import Archiver, ArchiverOptions, AutoSnapshot
+from mcp_memory.archive.daemon import Archiver
+from mcp_memory.archive.options import ArchiverOptions, AutoSnapshot
 from mcp_memory.core.service import Service
 from mcp_memory.errors import Invalid
 from mcp_memory.store.db import Database

@@ -23,7 +23,8 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from security_support import token_service
 
-from mcp_memory.archive.daemon import Archiver, ArchiverOptions, AutoSnapshot
+from mcp_memory.archive.daemon import Archiver
+from mcp_memory.archive.options import ArchiverOptions, AutoSnapshot
 from mcp_memory.config import Settings
 from mcp_memory.errors import Unauthorized
 from mcp_memory.security import tokens

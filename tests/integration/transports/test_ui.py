@@ -20,7 +20,8 @@ from ui_support import Browser, distinct_colours, needs_chromium
 
 from mcp_memory.agents import adapter_for
 from mcp_memory.agents.base import NeutralSession
-from mcp_memory.archive.daemon import Archiver, ArchiverOptions
+from mcp_memory.archive.daemon import Archiver
+from mcp_memory.archive.options import ArchiverOptions
 from mcp_memory.config import Settings
 from mcp_memory.core.imports import record_export, store_sessions
 from mcp_memory.core.service import Service
