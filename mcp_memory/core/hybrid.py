@@ -45,6 +45,8 @@ VECTOR_WEIGHT = 1.0  # the nearest vector against the best word match (1); const
 VECTOR_POOL = 200  # nearest message vectors fetched
 VECTOR_FLOOR = 0.3  # share of VECTOR_WEIGHT left when full text is sure (vector_weight)
 VECTOR_BASE = 0.5  # quantile of the pool that scales to 0 (0.0: the farthest fetched)
+PER_SCRIPT_BASE = True  # CJK turns and the others each measured against their own typical similarity
+SCRIPT_GROUP_MIN = 10  # turns of each group in the pool for that (`above_typical`)
 
 
 @dataclass(frozen=True)
@@ -233,7 +235,7 @@ def combine(mode: SearchMode, lexical: dict[ranking.Key, float], near: list[Near
     best = max(lexical.values(), default=0.0)
     fused = {key: score / best for key, score in lexical.items()} if best > 0 else {}
     if similarity and vector_weight > 0:
-        for key, value in ranking.with_neighbours(above_typical(similarity)).items():
+        for key, value in ranking.with_neighbours(above_typical(similarity, _cjk(near))).items():
             fused[key] = fused.get(key, 0.0) + vector_weight * value
     return fused
 
@@ -252,16 +254,51 @@ def vector_hits(mode: SearchMode, near: list[Nearest]) -> dict[ranking.Key, floa
     if mode == "fts" or not near:
         return {}
     similarity = _similarity(near)
-    return similarity if mode == "semantic" else above_typical(similarity)
+    return similarity if mode == "semantic" else above_typical(similarity, _cjk(near))
 
 
-def above_typical(similarity: dict[ranking.Key, float]) -> dict[ranking.Key, float]:
+def above_typical(similarity: dict[ranking.Key, float],
+                  cjk: frozenset[ranking.Key] = frozenset()) -> dict[ranking.Key, float]:
     """The nearest is 1, a pool's typical similarity (its VECTOR_BASE quantile) and below are 0: most
-    of the pool is merely near, and only what stands out of it should move the ranking."""
+    of the pool is merely near, and only what stands out of it should move the ranking.
+
+    A multilingual model keeps a language gap: a text is nearer to unrelated texts in the question's
+    language than to the same meaning in another. So when the pool holds at least SCRIPT_GROUP_MIN
+    turns in CJK (`cjk`) and as many in other scripts, each group's typical similarity is its own
+    (PER_SCRIPT_BASE): an English answer to a Chinese question stands out of the English turns. The
+    scale stays the pool's (nearest minus its typical similarity, at most 1), so a group's best is
+    not lifted to the pool's best unless it stands out as far."""
     values = sorted(similarity.values())
     top = values[-1]
-    base = values[int((len(values) - 1) * VECTOR_BASE)]
+    base = _typical(values)
     span = top - base
     if span <= 0:
         return {}
-    return {key: (value - base) / span for key, value in similarity.items() if value > base}
+    bases = _script_bases(similarity, cjk)
+    found = {}
+    for key, value in similarity.items():
+        own = bases.get(key in cjk, base)
+        if value > own:
+            found[key] = min(1.0, (value - own) / span)
+    return found
+
+
+def _typical(ordered: list[float]) -> float:
+    return ordered[int((len(ordered) - 1) * VECTOR_BASE)]
+
+
+def _script_bases(similarity: dict[ranking.Key, float], cjk: frozenset[ranking.Key]) -> dict[bool, float]:
+    """Typical similarity of the CJK turns (True) and of the others (False), when both groups are
+    large enough to have one; else {} (the pool's)."""
+    if not PER_SCRIPT_BASE:
+        return {}
+    groups: dict[bool, list[float]] = {True: [], False: []}
+    for key, value in similarity.items():
+        groups[key in cjk].append(value)
+    if min(len(values) for values in groups.values()) < SCRIPT_GROUP_MIN:
+        return {}
+    return {script: _typical(sorted(values)) for script, values in groups.items()}
+
+
+def _cjk(near: list[Nearest]) -> frozenset[ranking.Key]:
+    return frozenset((n.session_id, n.seq) for n in near if n.cjk)

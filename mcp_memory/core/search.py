@@ -36,6 +36,7 @@ BRIDGE_POOL = 2  # the first stage's best turns searched for the BRIDGE_TURNS th
 BRIDGE_MODE = "join"  # or "fuse" (`bridged`); constants chosen on the tuning parts
 CROSS_WEIGHT = 1.0  # a translated word against a query word (search/crosslang.py); 0: off
 CROSS_PER_WORD = 2  # translations kept per query word, among those the searched memory holds
+ANSWER_SHARE = 0.6  # the assistant's reply against the user turn before it (`answered`); 0: off
 _RELATIVE = re.compile(r"^\s*(\d+)\s*([mhdw])\s*$")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
@@ -243,7 +244,7 @@ def fetch_matches(
     labelled (`why`, `context_of`); `hits_only` leaves out the turns that are there only as the
     context of a neighbouring hit. With a `window` (core/temporal.py), the best keys of the ranking
     `inside` it join the candidates (the overall scores times `share`), and the turns in it rank
-    higher."""
+    higher. The assistant's reply to one of the best user turns ranks close after it (`answered`)."""
     hits = hits or Hits()
     scores = merge(scores, inside, share) if inside else scores
     if hits_only:
@@ -252,10 +253,35 @@ def fetch_matches(
     keys += [key for key in ranking.top_keys(inside or {}, limit) if key not in keys and key in scores]
     rows = store.hits(scope=scope, keys=keys, required=required_tsquery(parsed)) if keys else []
     by_key = {(r["session_id"], r["seq"]): r for r in rows}
+    if not hits_only:  # a reply raised by `answered` is context, not a hit
+        scores = answered(store, scope, parsed, scores, by_key, [k for k in keys[:limit] if hits.score(k) > 0])
     timed = time_factors(parsed.text, by_key, window)
     ordered = ranking.final_order((key, scores[key] * timed.get(key, 1.0), row["created_at"])
                                   for key, row in by_key.items())
     return [_match(by_key[key], score, parsed, hits) for key, score in ordered[:limit]]
+
+
+def answered(store: SearchStore, scope: Scope, parsed: ParsedQuery, scores: dict[ranking.Key, float],
+             by_key: dict[ranking.Key, dict[str, Any]], best: list[ranking.Key]) -> dict[ranking.Key, float]:
+    """A question is often worded like the user turn that asked it, and what memory holds is the
+    reply: the assistant turn right after each of the `best` user turns (hits, not turns there as
+    context) scores at least
+    ANSWER_SHARE of that turn's score, so it ranks close after it (the symmetric neighbour credit,
+    NEIGHBOUR_WEIGHT of a turn's own score, leaves it below other good hits). Rows of replies not
+    fetched yet are added to `by_key`."""
+    if ANSWER_SHARE <= 0:
+        return scores
+    replies = {(key[0], key[1] + 1): key for key in best if key in by_key and by_key[key]["role"] == "user"}
+    missing = [key for key in replies if key not in by_key]
+    if missing:
+        by_key.update({(r["session_id"], r["seq"]): r for r in store.hits(scope=scope, keys=missing,
+                                                                             required=required_tsquery(parsed))
+                       if r["role"] == "assistant"})
+    raised = dict(scores)
+    for reply, asked in replies.items():
+        if reply in by_key and by_key[reply]["role"] == "assistant":
+            raised[reply] = max(raised.get(reply, 0.0), ANSWER_SHARE * scores[asked])
+    return raised
 
 
 def time_factors(text: str, rows: dict[ranking.Key, dict[str, Any]],

@@ -11,6 +11,7 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
+from ..search.tokenizer import CJK_RANGES
 from .filters import composed, conditions, project_only
 from .search_store import Scope
 from .sql import q
@@ -43,6 +44,10 @@ class Nearest:
     session_id: str
     seq: int
     distance: float
+    cjk: bool = False  # most of its index terms are CJK (hybrid search compares it with its own script)
+
+
+_CJK_TERM = f"^[{CJK_RANGES}]"  # a PostgreSQL regular expression: an index term of CJK text
 
 
 def vector_literal(values: Sequence[float]) -> str:
@@ -102,8 +107,9 @@ class EmbeddingStore:
         self.conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(HNSW_EF_SEARCH)))
         self.conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         statement = composed("embed_nearest", dim=sql.Literal(dim), filters=nearest_filters(scope))
-        params = {**scope.params(), "model": model, "query": vector_literal(query), "pool": pool}
-        return [Nearest(r["session_id"], r["seq"], float(r["distance"])) for r in self._all(statement, params)]
+        params = {**scope.params(), "model": model, "query": vector_literal(query), "pool": pool, "cjk": _CJK_TERM}
+        return [Nearest(r["session_id"], r["seq"], float(r["distance"]), bool(r["cjk"]))
+                for r in self._all(statement, params)]
 
 
 def nearest_filters(scope: Scope) -> sql.Composable:

@@ -299,3 +299,34 @@ def test_words_cross_languages_through_the_dictionary(service, monkeypatch) -> N
     assert (later, 2) not in keys(service.search_messages(question, project_id="ops", mode="fts", limit=5, hits_only=True))
     assert (chatter, 1) not in keys(service.search_messages("登录代理出了什么问题？", project_id="ops", mode="fts",
                                                             limit=5, hits_only=True))
+
+
+def test_the_reply_to_a_user_turn_worded_like_the_question_ranks_close_after_it(service, monkeypatch) -> None:
+    """A question is worded like the user turn that once asked it; the reply holds none of its
+    words. `answered` lifts the assistant turn after each of the best user turns to ANSWER_SHARE of
+    that turn's score; with it off, the symmetric neighbour credit leaves the reply below turns that
+    merely share a word or two."""
+    from mcp_memory.core import search
+
+    asked = _session(service, project="kb")
+    service.append_messages(asked, [
+        {"role": "user", "content": "Which embedding model for the knowledge base? It is half Chinese."},
+        {"role": "assistant", "content": "bge-m3: multilingual, 1024 dimensions, runs on CPU for our volume."},
+        {"role": "user", "content": "Take it."},
+    ])
+    for text in ["The knowledge base search page times out.", "Which base image for the model server?",
+                 "The embedding job ran twice last night.", "The embedding model cache lives in the temp folder."]:
+        service.append_message(_session(service, project="kb"), {"role": "user", "content": text})
+    question = "which embedding model did we choose for the knowledge base"
+
+    def rank_of_reply(**options) -> int | None:
+        found = keys(service.search_messages(question, project_id="kb", mode="fts", limit=6, **options))
+        return found.index((asked, 2)) if (asked, 2) in found else None
+
+    assert keys(service.search_messages(question, project_id="kb", mode="fts", limit=1)) == [(asked, 1)]
+    assert rank_of_reply() == 1  # right after the turn that asked
+    reply = service.search_messages(question, project_id="kb", mode="fts", limit=2).matches[1]
+    assert (reply.why, reply.context_of) == ("context", 1)
+    assert rank_of_reply(hits_only=True) is None  # a reply lifted this way is context, not a hit
+    monkeypatch.setattr(search, "ANSWER_SHARE", 0.0)
+    assert (rank_of_reply() or 99) > 1

@@ -288,3 +288,22 @@ def test_hybrid_keeps_the_second_hops_turn_among_the_best(service, pgvector, mon
     assert (later, 2) in top5()
     monkeypatch.setattr(second_hop, "HOP_SHARE", 0.0)
     assert (later, 2) not in top5()
+
+
+def test_nearest_turns_say_whether_they_are_written_in_cjk(service, pgvector) -> None:
+    """Hybrid search measures CJK turns and the others each against their own typical similarity
+    (core/hybrid.py `above_typical`): the nearest query says which are which, from the turn's index
+    terms, as the caller's role reads them; a turn not indexed yet counts as not CJK."""
+    from mcp_memory.store.embedding_store import EmbeddingStore
+    from mcp_memory.store.search_store import Scope
+
+    sid = _history(service)
+    service.append_message(sid, {"role": "user", "content": "RabbitMQ 的 vhost 叫 orders，密码放在 Vault 里"})
+    service.embedder = embedder = HashEmbedder()
+    service.embed_pending()
+    service.reindex_search()  # a search indexes first; here the store is asked directly
+    with service.db.transaction() as conn:
+        conn.execute("DELETE FROM message_search WHERE session_id = %s AND seq = 4", (sid,))  # as if not indexed
+        near = EmbeddingStore(conn).nearest(scope=Scope(project_id="shop"), model=embedder.name, dim=embedder.dim,
+                                            query=embedder.vector("消息队列"), pool=10)
+    assert {n.seq: n.cjk for n in near} == {1: True, 2: True, 3: False, 4: False, 5: True}

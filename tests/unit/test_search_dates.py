@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from mcp_memory.core import hybrid
 from mcp_memory.search import dates
 
@@ -56,6 +58,31 @@ def test_only_the_part_of_the_pool_above_its_typical_similarity_counts() -> None
     assert scaled[("s", 10)] == 1.0
     assert set(scaled) == {("s", i) for i in range(6, 11)}
     assert all(0 < v <= 1 for v in scaled.values())
+
+
+def test_each_script_is_measured_against_its_own_typical_similarity() -> None:
+    """A Chinese question: its CJK neighbours are all near (0.60–0.69), the English turns farther
+    (0.30–0.39) but for one English answer at 0.45 that stands far out of them. Measured against
+    the pool's typical similarity (0.45) it does not count; against the English turns' own (0.35)
+    it does, above the nearest CJK turn, which barely stands out of the CJK turns (0.64). The scale
+    is the pool's (0.69 − 0.45). Too few turns of a script: the pool's typical similarity."""
+    zh = {("zh", i): 0.60 + 0.01 * i for i in range(10)}
+    en = {("en", i): 0.30 + 0.01 * i for i in range(10)}
+    answer = ("en", 99)
+    similarity = {**zh, **en, answer: 0.45}
+    cjk = frozenset(zh)
+    assert answer not in hybrid.above_typical(similarity)  # no script given: the pool's base (0.60)
+    scaled = hybrid.above_typical(similarity, cjk)
+    assert scaled[answer] == pytest.approx(0.10 / 0.24) and scaled[("zh", 9)] == pytest.approx(0.05 / 0.24)
+    assert ("en", 4) not in scaled and ("en", 6) in scaled  # each group: only what is above its typical
+    few = {key: value for key, value in similarity.items() if key[0] == "zh" or key in {answer, ("en", 0)}}
+    assert hybrid.above_typical(few, cjk) == hybrid.above_typical(few)
+    old = hybrid.PER_SCRIPT_BASE
+    try:
+        hybrid.PER_SCRIPT_BASE = False
+        assert hybrid.above_typical(similarity, cjk) == hybrid.above_typical(similarity)
+    finally:
+        hybrid.PER_SCRIPT_BASE = old
 
 
 def test_relative_periods_count_from_the_time_of_the_question() -> None:

@@ -48,9 +48,14 @@ SELECT EXISTS (SELECT 1 FROM message_embeddings e
 -- that the partial HNSW index on embedding::vector(dim) applies). Filters as in search_candidates,
 -- composed per call (embedding_store.py);
 -- only message vectors count (a 'window' row that a token holder stores is never ranked).
-SELECT e.session_id, e.seq, e.distance
+-- cjk: most of the message's index terms are CJK (the parameter cjk matches a term that starts with
+-- a CJK character); a message not indexed yet counts as not CJK.
+SELECT e.session_id, e.seq, e.distance,
+       (SELECT pg_catalog.count(*) FILTER (WHERE u.lexeme ~ %(cjk)s) * 2 > pg_catalog.count(*)
+        FROM message_search m, pg_catalog.unnest(m.tsv) AS u
+        WHERE m.session_id = e.session_id AND m.part_month = e.part_month AND m.seq = e.seq) AS cjk
 FROM (
-    SELECT x.session_id, x.seq, x.embedding::vector({dim}) <=> %(query)s::vector({dim}) AS distance
+    SELECT x.session_id, x.seq, x.part_month, x.embedding::vector({dim}) <=> %(query)s::vector({dim}) AS distance
     FROM message_embeddings x
     WHERE x.model = %(model)s AND x.kind = 'message' AND {filters}
     ORDER BY x.embedding::vector({dim}) <=> %(query)s::vector({dim})
