@@ -18,9 +18,9 @@ from ..search.query import like_pattern, match_tsquery, parse, phrase_tsquery
 from ..store.core_store import Store
 from ..store.db import Database
 from ..store.memory_store import MemoryStore
-from ..store.search_store import SearchStore
+from ..store.search_store import Scope, SearchStore
 from .sanitize import Cleaner
-from .search import check_limit, check_query, check_time
+from .search import check_limit, check_query, check_time, cross_language
 
 STATUSES = ("proposed", "accepted", "rejected", "superseded")
 VISIBILITIES = ("private", "team", "public")
@@ -184,7 +184,9 @@ def search(
 
 
 def _keyword_params(store: SearchStore, text: str, project_id: str | None) -> dict[str, Any]:
-    parsed = parse(text, store.synonym_groups())
+    # the query's words in the other language join it as in search_messages (translations that the
+    # project's messages hold: decisions are taken about what was discussed)
+    parsed = cross_language(store, Scope(project_id=project_id), parse(text, store.synonym_groups()))
     stats = store.term_stats(project_id, list(parsed.terms))
     docs = max(stats.docs, 1)
     # A term no message uses may still be in a decision: it gets the highest idf, not zero.

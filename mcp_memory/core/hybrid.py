@@ -141,9 +141,10 @@ class Timed:
         return SecondStage(found.window, scores, both, temporal.EVENT_WORDS_SHARE if found.anchored else 1.0)
 
     def event_scores(self, event: str) -> dict[ranking.Key, float]:
-        """The turns naming the event: by its words, and in hybrid also by the event's vector (an
-        event named in Chinese is found in an English session)."""
-        own, confidence = lexical_own(self.store, parse(event, self.store.synonym_groups()), self.scope)
+        """The turns naming the event: by its words and their translations, and in hybrid also by the
+        event's vector (an event named in Chinese is found in an English session)."""
+        parsed = cross_language(self.store, self.scope, parse(event, self.store.synonym_groups()))
+        own, confidence = lexical_own(self.store, parsed, self.scope)
         if self.embedder is None or self.mode == "fts":
             return own
         try:

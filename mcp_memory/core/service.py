@@ -169,7 +169,10 @@ class Service:
         decision_type: str | None = None, project_id: str | None = None, agent_source: str | None = None,
         session_id: str | None = None, since: str | None = None, until: str | None = None, limit: int = 10,
     ) -> DecisionList:
-        """status: one status or several."""
+        """status: one status or several. A query's words are translated against the project's indexed
+        messages (core/search.py `cross_language`), so the index first catches up, as for search_messages."""
+        if query:
+            self.indexer.catch_up(project_id if isinstance(project_id, str) else None)
         return DecisionList(decisions=self.reads.run(lambda db: decisions.search(
             db, query, status=status, decision_type=decision_type, project_id=project_id,
             agent_source=agent_source, session_id=session_id, since=since, until=until, limit=limit)))

@@ -41,6 +41,23 @@ def test_record_and_search_with_filters(service, sid) -> None:
     assert service.search_decisions("100%").decisions == []  # a LIKE wildcard is a character here
 
 
+def test_decisions_are_found_across_languages(service, sid, monkeypatch) -> None:
+    """search_decisions translates the query's words as search_messages does (only translations that
+    the project's messages hold): 消息队列 finds the English decision about the message queue, and
+    "cache" the Chinese one."""
+    from mcp_memory.core import search
+
+    service.append_message(sid, {"role": "user", "content": "Which message queue for order events?"})
+    queue = service.record_decision(sid, "architecture", "RabbitMQ is the message queue for order events")
+    cache = service.record_decision(sid, "architecture", "订单模块引入本地缓存", status="rejected")
+    assert [d.decision_id for d in service.search_decisions("消息队列", project_id="shop").decisions] == [queue.decision_id]
+    assert service.search_decisions("消息队列 -RabbitMQ", project_id="shop").decisions == []
+    service.append_message(sid, {"role": "assistant", "content": "缓存先不上。"})
+    assert [d.decision_id for d in service.search_decisions("cache", project_id="shop").decisions] == [cache.decision_id]
+    monkeypatch.setattr(search, "CROSS_WEIGHT", 0.0)
+    assert service.search_decisions("消息队列", project_id="shop").decisions == []
+
+
 def test_record_rules(service, sid) -> None:
     with pytest.raises(NotFound):
         service.record_decision("ses_00000000-0000-0000-0000-000000000000", "x", "y")

@@ -173,3 +173,28 @@ def test_periods_and_events_rank_the_turn_of_their_window_first(service) -> None
     assert first("why did the checkout tests break last month?", now="2025-02-03T00:00:00Z") == 1
     assert first("Before the migration, how did we store user sessions?") == 2
     assert first("After the migration, how did we store user sessions?") == 6
+
+
+def test_an_event_named_in_the_other_language_is_found_through_its_translation(service, monkeypatch) -> None:
+    """"发布之后" anchors on an English session's "release" (发布 → release, search/crosslang.py): the
+    window starts at the turn saying it happened. Without the translation the event is not found and
+    nothing ranks the later turn first."""
+    from mcp_memory.core import search
+
+    sid = service.create_session("timed", {"title": "sessions"}).session_id
+    service.append_messages(sid, [
+        {"role": "user", "content": "User sessions are stored in Memcached with a 12 hour expiry.",
+         "created_at": "2025-01-12T08:00:00Z"},
+        {"role": "user", "content": "The release plan needs a rollback step.", "created_at": "2025-01-20T08:00:00Z"},
+        {"role": "user", "content": "We finished the release to production tonight.", "created_at": "2025-02-15T08:00:00Z"},
+        {"role": "user", "content": "User sessions are stored in a PostgreSQL table now.",
+         "created_at": "2025-03-06T08:00:00Z"},
+    ])
+
+    def first(query: str) -> int:
+        return service.search_messages(query, project_id="timed", mode="fts", hits_only=True).matches[0].seq
+
+    assert first("发布之后 user sessions 存在哪里？") == 4
+    assert first("发布之前 user sessions 存在哪里？") == 1
+    monkeypatch.setattr(search, "CROSS_WEIGHT", 0.0)
+    assert first("发布之后 user sessions 存在哪里？") == 1
