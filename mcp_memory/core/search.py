@@ -271,7 +271,12 @@ def answered(store: SearchStore, scope: Scope, parsed: ParsedQuery, scores: dict
     fetched yet are added to `by_key`."""
     if ANSWER_SHARE <= 0:
         return scores
-    replies = {(key[0], key[1] + 1): key for key in best if key in by_key and by_key[key]["role"] == "user"}
+    roles = {key: row["role"] for key, row in by_key.items()}
+    if scope.role == "assistant":  # the user turns were left out of `by_key` by the role filter
+        unseen = [key for key in best if key not in roles]
+        roles |= {(r["session_id"], r["seq"]): r["role"]
+                  for r in store.hits(scope=replace(scope, role=None), keys=unseen, required=None)} if unseen else {}
+    replies = {(key[0], key[1] + 1): key for key in best if roles.get(key) == "user"}
     missing = [key for key in replies if key not in by_key]
     if missing:
         by_key.update({(r["session_id"], r["seq"]): r for r in store.hits(scope=scope, keys=missing,

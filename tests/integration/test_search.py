@@ -328,5 +328,8 @@ def test_the_reply_to_a_user_turn_worded_like_the_question_ranks_close_after_it(
     reply = service.search_messages(question, project_id="kb", mode="fts", limit=2).matches[1]
     assert (reply.why, reply.context_of) == ("context", 1)
     assert rank_of_reply(hits_only=True) is None  # a reply lifted this way is context, not a hit
+    only_replies = service.search_messages(question, project_id="kb", mode="fts", role="assistant").matches
+    assert [(m.seq, m.score) for m in only_replies] == [(2, reply.score)]  # lifted under a role filter too
+    assert rank_of_reply(role="user") is None
     monkeypatch.setattr(search, "ANSWER_SHARE", 0.0)
     assert (rank_of_reply() or 99) > 1
