@@ -264,29 +264,31 @@ def fetch_matches(
 def answered(store: SearchStore, scope: Scope, parsed: ParsedQuery, scores: dict[ranking.Key, float],
              by_key: dict[ranking.Key, dict[str, Any]], best: list[ranking.Key]) -> dict[ranking.Key, float]:
     """A question is often worded like the user turn that asked it, and what memory holds is the
-    reply: the assistant turn right after each of the `best` user turns (hits, not turns there as
-    context) scores at least
-    ANSWER_SHARE of that turn's score, so it ranks close after it (the symmetric neighbour credit,
-    NEIGHBOUR_WEIGHT of a turn's own score, leaves it below other good hits). Rows of replies not
-    fetched yet are added to `by_key`."""
+    reply: the assistant turn right after each of the `best` user turns (hits, not context) scores
+    at least ANSWER_SHARE of that turn's score, so it ranks close after it (the symmetric neighbour
+    credit, NEIGHBOUR_WEIGHT of a turn's own score, leaves it below other good hits). The rows of
+    replies not fetched yet are added to `by_key`."""
     if ANSWER_SHARE <= 0:
         return scores
     roles = {key: row["role"] for key, row in by_key.items()}
-    if scope.role == "assistant":  # the user turns were left out of `by_key` by the role filter
-        unseen = [key for key in best if key not in roles]
-        roles |= {(r["session_id"], r["seq"]): r["role"]
-                  for r in store.hits(scope=replace(scope, role=None), keys=unseen, required=None)} if unseen else {}
-    replies = {(key[0], key[1] + 1): key for key in best if roles.get(key) == "user"}
+    unseen = [key for key in best if key not in roles]
+    if unseen and scope.role == "assistant":  # the role filter left the user turns out of `by_key`
+        roles.update({_key(r): r["role"] for r in store.hits(scope=replace(scope, role=None), keys=unseen,
+                                                             required=None)})
+    replies = {(sid, seq + 1): (sid, seq) for sid, seq in best if roles.get((sid, seq)) == "user"}
     missing = [key for key in replies if key not in by_key]
     if missing:
-        by_key.update({(r["session_id"], r["seq"]): r for r in store.hits(scope=scope, keys=missing,
-                                                                             required=required_tsquery(parsed))
-                       if r["role"] == "assistant"})
+        fetched = store.hits(scope=scope, keys=missing, required=required_tsquery(parsed))
+        by_key.update({_key(r): r for r in fetched if r["role"] == "assistant"})
     raised = dict(scores)
     for reply, asked in replies.items():
         if reply in by_key and by_key[reply]["role"] == "assistant":
             raised[reply] = max(raised.get(reply, 0.0), ANSWER_SHARE * scores[asked])
     return raised
+
+
+def _key(row: dict[str, Any]) -> ranking.Key:
+    return row["session_id"], row["seq"]
 
 
 def time_factors(text: str, rows: dict[ranking.Key, dict[str, Any]],
