@@ -55,7 +55,7 @@ class Settings:
     direct_dsn: str | None = None  # [database] direct_dsn: LISTEN and session-level locks bypass the pooler
     read_dsns: tuple[str, ...] = ()  # [database] read_dsn: standbys for reads (store/replicas.py)
     max_replica_lag: float = 1.0  # [database] max_replica_lag: seconds; a standby further behind is skipped
-    gateway: bool = False  # [database] gateway: each transaction proves the token, then SET LOCAL ROLE (0020)
+    gateway: bool = False  # [database] gateway: each transaction proves the token (mm_enter, 0020/0026)
     raw: dict[str, Any] = field(default_factory=dict)  # whole config file, for later sections
     embeddings: dict[str, Any] = field(default_factory=dict)  # [embeddings]: semantic search provider
     embeddings_key: str | None = None  # API key of the embedding service (env), never logged

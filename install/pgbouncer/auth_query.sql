@@ -31,3 +31,15 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 $$;
 REVOKE ALL ON FUNCTION pgbouncer.user_lookup(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION pgbouncer.user_lookup(text) TO mcp_pgbouncer;
+
+-- Every pooled backend is the gateway's, and a role may see the running queries of its own backends
+-- and end them: this database's pg_stat_activity sources, pg_terminate_backend and pg_cancel_backend
+-- go to the owner only (install/pgbouncer/README.md, point 4). `db migrate` does the same when it runs
+-- as a superuser; here it needs schema 26 (`mcp-memory db migrate` first).
+DO $$
+BEGIN
+    IF pg_catalog.to_regprocedure('mm_harden_backends()') IS NULL THEN
+        RAISE EXCEPTION 'run `mcp-memory db migrate` (schema 26) before this file';
+    END IF;
+    PERFORM mm_harden_backends();
+END $$;

@@ -200,10 +200,18 @@ def _partitions_check(conn) -> Check:
 def _connections_check(conn) -> Check:
     """Connection slots: a server out of them refuses every host and token (superusers, like doctor
     itself, still get the reserved ones, so this is said before it happens)."""
-    state = health.connections(conn)
+    hidden = health.backends_hidden(conn)
+    hiding = ("" if hidden is None else "; backends hidden from tokens" if hidden else
+              "; backends NOT hidden from tokens: a gateway's pooled backends can see and end each other "
+              "(run install/pgbouncer/auth_query.sql, or db migrate, as a superuser)")
+    try:
+        with conn.transaction():
+            state = health.connections(conn)
+    except psycopg.errors.InsufficientPrivilege:  # the owner's only (migration 0026)
+        return Check("connections", True, "connection slots are visible to the owner only" + hiding)
     detail = (f"{state.used} of {state.usable} usable connection slots in use (max_connections "
               f"{state.max_connections}, {state.reserved} reserved)" + (f"; most: {state.top_holders}"
-                                                                           if state.top_holders else ""))
+                                                                           if state.top_holders else "") + hiding)
     if state.low:
         return Check("connections", True, detail + " — running low: lower [database] pool_max on the hosts, "
                      "share connections with `serve-http` ([http] pool_max) or PgBouncer, or raise max_connections",

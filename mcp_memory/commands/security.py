@@ -60,7 +60,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     rotate.add_argument("--json", action="store_true",
                         help='print {"name", "role", "token", "dsn", "previous", "previous_valid_until"}')
     gateway = actions.add_parser(
-        "gateway", help="create the login serve-http uses: it can SET ROLE to token roles, reads nothing itself",
+        "gateway", help="create the login serve-http (or PgBouncer) uses: it acts for a token only with the token's "
+             "per-transaction proof, can become no token role, reads nothing itself",
         description="Example: mcp-memory token gateway --name rest-gw\n"
         "  then: mcp-memory --dsn '<printed dsn>' serve-http --host 0.0.0.0", formatter_class=raw)
     gateway.add_argument("--name", required=True, help="login name (a-z, 0-9, _ and -)")

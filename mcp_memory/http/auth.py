@@ -8,7 +8,7 @@ digest check is cached; the proof is not: each transaction proves the token agai
 migration 0020, store/roles.py), so the role's service keeps its token in memory.
 
 Every request of every token runs on ONE pool of the server's own connections (`[http] pool_max`):
-each transaction starts with `mm_enter(<token>)` (its proof, then `SET LOCAL ROLE <token role>`), so
+each transaction starts with `mm_enter(<token>)` (its proof, which names the caller to every policy and write function), so
 row-level security and the write functions see the token's role exactly as on a connection that
 logged in with it, and the number of tokens never bounds the number of
 connections: 200 tokens share the same few. Long-poll reads (`wait_seconds`) of every token share

@@ -8,7 +8,7 @@ burst = 40
 recheck_seconds = 30        # a revoked token stops working within this time
 auth_failures_per_second = 1  # failed authentications per (client address, claimed role) (then 429)
 auth_failure_burst = 20
-pool_max = 8                # database connections shared by every token (SET LOCAL ROLE per transaction)
+pool_max = 8                # database connections shared by every token (each transaction proves its token)
 trusted_proxies = []        # X-Forwarded-For is honoured only from these addresses / CIDR networks
 ```
 """

@@ -160,7 +160,8 @@ class CreatedGateway:
 
 
 def create_gateway(db: Database, *, name: str) -> CreatedGateway:
-    """The login of `serve-http` (README, gateway): it can SET ROLE to token roles and reads and
+    """The login of `serve-http` and of PgBouncer (README, gateway): a member of no token role, it acts
+    for a token only with that token's proof in each transaction (mm_enter), and reads and
     writes nothing by itself."""
     role = check_name(name)
     password = secrets.token_urlsafe(32)

@@ -33,3 +33,10 @@ def connections(conn: psycopg.Connection) -> Connections:
     if row is None:  # one row always comes back; this keeps the type exact
         raise RuntimeError("health_connections returned no row")
     return Connections(max_connections=row[0], reserved=row[1], used=row[2], top_holders=row[3] or "")
+
+
+def backends_hidden(conn: psycopg.Connection) -> bool | None:
+    """True when pg_stat_activity and pg_terminate_backend are the owner's only in this database
+    (migration 0026, or install/pgbouncer/auth_query.sql); None on a schema before 0026."""
+    row = conn.execute(q("health_backends_hidden")).fetchone()
+    return None if row is None or row[0] is None else bool(row[0])

@@ -250,7 +250,7 @@ class Reads:
         return result
 
     def _on(self, standby: Database) -> Database:
-        """The standby as the service's role sees it (a REST token's role: SET LOCAL ROLE there too)."""
+        """The standby as the service's role sees it (a REST token: its proof there too)."""
         from .roles import RoleDatabase
 
         return RoleDatabase(standby, self.db.role, self.db.token) if isinstance(self.db, RoleDatabase) else standby

@@ -1,11 +1,13 @@
 """A view of the shared pool that runs every transaction as one token role.
 
 REST serves every token on the server's own pool (http/auth.py). Each transaction starts with
-`mm_enter(token)` (migration 0020): the database checks the token's digest, stores this
-transaction's proof and switches to the role (`SET LOCAL ROLE`), so a gateway login without the
-token — a leaked password alone — is nobody to row-level security. The switch ends with the
-transaction: a connection goes back to the pool as the server's login whatever happened; a revoked
-or expired token gets no proof and the request is refused.
+`mm_enter(token)` (migrations 0020, 0026): the database checks the token's digest and stores this
+transaction's proof, which names the role; every policy and write function then asks mm_caller(),
+which answers that role. A gateway login is a member of no token role (it cannot become one, nor
+alter one), and without the token — a leaked password alone — it is nobody to row-level security.
+An owner login (`serve-http --as-owner`) also switches to the role for the transaction (SET LOCAL
+ROLE), so that its own rights are not the token's. The proof ends with the transaction; a revoked
+or expired token gets none and the request is refused.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from psycopg_pool import ConnectionPool
 from ..errors import Unavailable
 from ..security.tokens import Unauthorized
 from .db import Database
+from .security_store import SecurityStore
 from .sql import q
 
 
@@ -50,9 +53,12 @@ class RoleDatabase(Database):
             yield conn
 
     def connect(self, **kwargs: object) -> psycopg.Connection:
+        """A connection of its own (the append listener's LISTEN). A gateway login stays itself on it
+        (nobody without a transaction's proof); an owner login takes the role for the connection."""
         conn = self.shared.connect(**kwargs)
         try:
-            self._set_role(conn, local=False)
+            if SecurityStore(conn).login_is_owner():
+                self._set_role(conn)
             if not conn.autocommit:
                 conn.commit()  # a session-level SET survives the commit (not a rollback)
         except BaseException:
@@ -68,8 +74,8 @@ class RoleDatabase(Database):
             raise Unavailable("the database schema predates migration 0020 (mm_enter): the database owner must "
                               "run `mcp-memory db migrate`") from exc
         except psycopg.errors.InsufficientPrivilege as exc:
-            raise Unavailable(f"the server's database login may not act as token role {self.role} "
-                              "(grant it: GRANT <role> TO <server login> WITH SET TRUE)") from exc
+            raise Unavailable("the server's database login may not prove tokens (mm_enter): make it with "
+                              "`mcp-memory token gateway`, or run `mcp-memory db migrate` as the owner") from exc
         except psycopg.Error as exc:
             if exc.sqlstate == "MM403":  # revoked, expired or unknown
                 raise Unauthorized("the token was not accepted (revoked, expired or mistyped)") from exc
@@ -77,15 +83,14 @@ class RoleDatabase(Database):
         if not row or row[0] != self.role:
             raise Unauthorized("the token was not accepted (revoked, expired or mistyped)")
 
-    def _set_role(self, conn: psycopg.Connection, *, local: bool) -> None:
-        statement = "SET LOCAL ROLE {}" if local else "SET ROLE {}"
+    def _set_role(self, conn: psycopg.Connection) -> None:
         try:
-            conn.execute(sql.SQL(statement).format(sql.Identifier(self.role)))
+            conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(self.role)))
         except psycopg.errors.InvalidParameterValue as exc:  # the role was dropped: a revoked token
             raise Unauthorized("the token was not accepted (revoked, expired or mistyped)") from exc
         except psycopg.errors.InsufficientPrivilege as exc:
-            raise Unavailable(f"the server's database login may not act as token role {self.role} "
-                              "(grant it: GRANT <role> TO <server login> WITH SET TRUE)") from exc
+            raise Unavailable(f"the owner login may not act as token role {self.role} "
+                              "(grant it: GRANT <role> TO <owner login> WITH SET TRUE)") from exc
 
     def close(self) -> None:
         for finish in self._before_close:

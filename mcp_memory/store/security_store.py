@@ -22,7 +22,7 @@ from .sql import first_row, q
 GROUP_RW = "mcp_memory_rw"
 GROUP_RO = "mcp_memory_ro"
 GROUP_ARCHIVER = "mcp_memory_archiver"
-GROUP_GATEWAY = "mcp_memory_gateway"  # logins of serve-http: SET ROLE to token roles, nothing else
+GROUP_GATEWAY = "mcp_memory_gateway"  # logins of serve-http and PgBouncer: a member of no token role (0026)
 
 
 @dataclass(frozen=True)
@@ -81,8 +81,6 @@ class SecurityStore:
                             f"(run it with the owner DSN): {exc.diag.message_primary}") from exc
         self._let_owner_act_as(role)
         self.set_limits(role, limits or TokenLimits())
-        if self._value("security_gateway_present"):
-            self._grant_membership(role, GROUP_GATEWAY)
         schema = self._reach_schema(role)
         self.conn.execute(q("security_insert_token"), {"role": role, "read_only": read_only, "archiver": archiver,
                                                         "token_sha256": token_sha256})
@@ -134,15 +132,16 @@ class SecurityStore:
                 role=sql.Identifier(role), setting=sql.Identifier(setting), value=sql.Literal(value)))
 
     def create_gateway(self, role: str, *, password: str) -> str:
-        """A LOGIN in the gateway group, through which it may SET ROLE to every token role; as itself
-        it may only call the token check and read the schema version. Returns the schema."""
+        """A LOGIN in the gateway group (migration 0026): a member of no token role, with the token
+        groups' rights, which open nothing without a caller: each transaction names its token with
+        mm_enter(token), and every policy and write function asks mm_caller(). Returns the schema."""
         if not self._value("security_gateway_present"):
             raise Unavailable("the group role mcp_memory_gateway of migration 0014 is missing: run "
                               "`mcp-memory db migrate` as a role with CREATEROLE (the schema owner)")
         verifier = self._new_login(role, password)
         try:
-            # the login inherits the group's few function rights; the group (NOINHERIT) passes on
-            # nothing of the token roles it may become
+            # the login inherits the group's rights (the token groups', migration 0026); it may become
+            # no token role
             self.conn.execute(sql.SQL("CREATE ROLE {role} LOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE "
                                       "NOREPLICATION PASSWORD {password}").format(
                 role=sql.Identifier(role), password=sql.Literal(verifier)))

@@ -11,3 +11,8 @@ SELECT current_setting('max_connections')::int AS max_connections,
             FROM pg_stat_activity WHERE backend_type = 'client backend'
             GROUP BY coalesce(nullif(application_name, ''), usename::text, '?') ORDER BY count(*) DESC LIMIT 3) top
        ) AS top_holders;
+
+-- name: health_backends_hidden
+-- Whether other backends' queries and signals are the owner's only here (migration 0026); NULL on an
+-- older schema.
+SELECT CASE WHEN to_regprocedure('mm_backends_hidden()') IS NOT NULL THEN mm_backends_hidden() END;

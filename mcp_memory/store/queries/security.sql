@@ -53,11 +53,12 @@ SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity
 WHERE usename = %(role)s AND pid <> pg_backend_pid();
 
 -- name: security_my_token
--- Run as the token's own role: its row is the only one row-level security lets it see.
+-- Run as the token's own role, or as a gateway in a transaction that proved the token (mm_enter):
+-- the caller's row is the only one row-level security lets it see.
 SELECT role_name, read_only, archiver, token_sha256,
        (SELECT coalesce(array_agg(project_id ORDER BY project_id), '{}') FROM access_token_projects
-        WHERE role_name = current_user) AS projects
-FROM access_tokens WHERE role_name = current_user;
+        WHERE role_name = mm_caller()) AS projects
+FROM access_tokens WHERE role_name = mm_caller();
 
 -- name: security_whoami
 SELECT current_user::text, session_user::text;

@@ -144,37 +144,155 @@ def owner_view(settings: Settings, project: str) -> tuple[object, ...]:
                                    "relay_exports", "export_jobs"))
 
 
-@pytest.mark.parametrize("proof", ["none", "foreign", "session-level"])
-def test_another_tokens_role_reads_nothing_and_writes_nothing_without_its_proof(
-        tier: Tier, settings: Settings, make_token: Callable[..., tokens.CreatedToken], proof: str) -> None:
-    a, b = make_token("pa", ["PA"]), make_token("pb", ["PB"])
-    seeded(settings, a, "PA")
+def attackers(make_token: Callable[..., tokens.CreatedToken]) -> dict[str, tokens.CreatedToken]:
+    """A read-write and a read-only token of project PA, and the archiver: what a token may become."""
+    return {"rw": make_token("pa", ["PA"]), "ro": make_token("pq", ["PA"], read_only=True),
+            "archiver": make_token("arc", None, archiver=True)}
+
+
+def role_state(admin: psycopg.Connection, role: str) -> tuple[object, ...]:
+    """What a role may change of itself: its password, its defaults, its login and expiry."""
+    return admin.execute(
+        "SELECT a.rolpassword, a.rolcanlogin, a.rolvaliduntil, a.rolconnlimit, "
+        "       (SELECT array_agg(s.setconfig::text ORDER BY s.setdatabase) FROM pg_db_role_setting s "
+        "        WHERE s.setrole = a.oid) FROM pg_authid a WHERE a.rolname = %s", (role,)).fetchone()
+
+
+@pytest.mark.parametrize("kind", ["rw", "ro"])
+def test_no_token_role_can_be_taken_or_altered_through_the_tier(
+        tier: Tier, settings: Settings, admin_dsn: str, make_token: Callable[..., tokens.CreatedToken],
+        kind: str) -> None:
+    """The gateway is a member of no token role: whatever a token sends, no other token's role is
+    reachable, and nothing a role may do to itself can be done to another's."""
+    tokens_ = attackers(make_token)
+    a, b = tokens_[kind], make_token("pb", ["PB"])
+    victims = (b.role, tokens_["archiver"].role)
+    seeded(settings, b, "PB")
+    as_admin = make_conninfo(admin_dsn, dbname=tier.dbname)
+    with psycopg.connect(as_admin, autocommit=True) as admin:
+        before = {role: role_state(admin, role) for role in victims}
+    attacks = [sql.SQL(text).format(victim=sql.Identifier(victim)) for victim in victims for text in (
+        "SET ROLE {victim}", "SET LOCAL ROLE {victim}", "SET SESSION AUTHORIZATION {victim}",
+        "ALTER ROLE {victim} PASSWORD 'taken'", "ALTER ROLE {victim} SET search_path = pg_temp",
+        "ALTER ROLE {victim} IN DATABASE postgres SET statement_timeout = '1ms'", "ALTER ROLE {victim} VALID UNTIL 'infinity'",
+        "ALTER ROLE {victim} CONNECTION LIMIT 0", "GRANT {victim} TO CURRENT_USER", "DROP ROLE {victim}")]
+    with tier.connect(a) as conn:
+        for proven in (False, True):
+            for attack in attacks:
+                if proven:
+                    assert conn.execute("SELECT mm_enter(%s)", (a.token,)).fetchone() == (a.role,)
+                with pytest.raises(psycopg.Error) as refused:
+                    conn.execute(attack)
+                assert refused.value.sqlstate == "42501", (attack.as_string(conn), refused.value)
+                conn.rollback()
+        # RESET ROLE / SET ROLE NONE: the gateway itself, which is nobody without a proof
+        for reset in ("RESET ROLE", "SET ROLE NONE"):
+            conn.execute(reset)
+            assert conn.execute("SELECT current_user, mm_caller()").fetchone() == (tier.gateway, tier.gateway)
+            assert visible(conn, "PB") == dict.fromkeys(
+                ("sessions", "messages", "snapshots", "session_context", "decisions", "access_tokens",
+                 "access_token_projects"), 0)
+            conn.rollback()
+    with psycopg.connect(as_admin, autocommit=True) as admin:
+        assert {role: role_state(admin, role) for role in victims} == before
+
+
+@pytest.mark.parametrize("persona", ["none", "mcp_memory_rw", "mcp_memory_ro", "mcp_memory_archiver",
+                                     "mcp_memory_gateway"])
+def test_the_roles_a_gateway_may_take_read_nothing_and_write_nothing_of_another_token(
+        tier: Tier, settings: Settings, make_token: Callable[..., tokens.CreatedToken], persona: str) -> None:
+    """The group roles a gateway is (or inherits from) may be taken with SET ROLE; with A's proof or
+    without one, they read nothing of B and every write function refuses B's rows."""
+    a, b = make_token("pq", ["PA"], read_only=True), make_token("pb", ["PB"])
     mine = seeded(settings, b, "PB")
     before = owner_view(settings, "PB")
 
-    def become_b(conn: psycopg.Connection) -> None:
-        if proof == "foreign":
+    def become(conn: psycopg.Connection, proven: bool) -> None:
+        if proven:
             assert conn.execute("SELECT mm_enter(%s)", (a.token,)).fetchone() == (a.role,)
-        conn.execute(sql.SQL("SET LOCAL ROLE {}" if proof != "session-level" else "SET ROLE {}")
-                     .format(sql.Identifier(b.role)))
+        if persona != "none":
+            conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(persona)))
 
     with tier.connect(a) as conn:
-        become_b(conn)
-        assert conn.execute("SELECT current_user, mm_caller()").fetchone() == (b.role, tier.gateway)
-        assert visible(conn, "PB") == dict.fromkeys(
-            ("sessions", "messages", "snapshots", "session_context", "decisions", "access_tokens",
-             "access_token_projects"), 0)
-        conn.rollback()
-        for statement, params in writes(mine):
-            become_b(conn)
-            with pytest.raises(psycopg.Error) as refused:
-                conn.execute(statement, params)
-            assert refused.value.sqlstate in REFUSED, (statement, refused.value)
+        for proven in (False, True):
+            become(conn, proven)
+            own_rows = int(proven and persona == "none")  # A's own token row and scope row, nothing of B
+            assert visible(conn, "PB") == {"sessions": 0, "messages": 0, "snapshots": 0, "session_context": 0,
+                                           "decisions": 0, "access_tokens": own_rows, "access_token_projects": own_rows}
             conn.rollback()
-        become_b(conn)  # the search indexer's claim answers "not yours" instead of raising
-        assert conn.execute("SELECT mm_index_claim(%s)", (mine["sid"],)).fetchone() == (False,)
-        conn.rollback()
+            for statement, params in writes(mine):
+                become(conn, proven)
+                with pytest.raises(psycopg.Error) as refused:
+                    conn.execute(statement, params)
+                assert refused.value.sqlstate in REFUSED, (statement, refused.value)
+                conn.rollback()
+            become(conn, proven)  # the search indexer's claim answers "not yours" (or is not granted)
+            if persona in ("mcp_memory_ro", "mcp_memory_archiver"):
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                    conn.execute("SELECT mm_index_claim(%s)", (mine["sid"],))
+            else:
+                assert conn.execute("SELECT mm_index_claim(%s)", (mine["sid"],)).fetchone() == (False,)
+            conn.rollback()
     assert owner_view(settings, "PB") == before  # nothing of B changed
+
+
+def test_other_backends_can_be_neither_watched_nor_ended_through_the_tier(
+        tier: Tier, settings: Settings, make_token: Callable[..., tokens.CreatedToken]) -> None:
+    """B's direct connection (a live tail, an archiver lease) and the other pooled backends of the
+    gateway: their queries are not shown and they cannot be cancelled or ended."""
+    a, b = make_token("pa", ["PA"]), make_token("pb", ["PB"])
+    with psycopg.connect(tokens.role_dsn(tier.direct, b.role), password=b.token, autocommit=True) as victim, \
+            tier.connect(b) as pooled_victim, tier.connect(a) as conn:
+        victim_pid = victim.execute("SELECT pg_backend_pid()").fetchone()[0]
+        pooled_victim.execute("SELECT mm_enter(%s)", (b.token,))
+        pooled_pid = pooled_victim.execute("SELECT pg_backend_pid()").fetchone()[0]  # held: its transaction is open
+        for statement in ("SELECT query FROM pg_stat_activity", "SELECT * FROM pg_stat_get_activity(NULL)",
+                          "SELECT pg_stat_get_backend_activity(s) FROM pg_stat_get_backend_idset() s",
+                          f"SELECT pg_terminate_backend({victim_pid})", f"SELECT pg_cancel_backend({victim_pid})",
+                          f"SELECT pg_terminate_backend({pooled_pid})", f"SELECT pg_cancel_backend({pooled_pid})"):
+            for proven in (False, True):
+                if proven:
+                    conn.execute("SELECT mm_enter(%s)", (a.token,))
+                with pytest.raises(psycopg.Error) as refused:
+                    conn.execute(statement)
+                assert refused.value.sqlstate == "42501", (statement, refused.value)
+                conn.rollback()
+        assert victim.execute("SELECT 1").fetchone() == (1,)
+        assert pooled_victim.execute("SELECT mm_caller()").fetchone() == (b.role,)
+
+
+def test_what_a_token_leaves_on_a_pooled_connection_never_reaches_the_next_one(
+        tier: Tier, settings: Settings, make_token: Callable[..., tokens.CreatedToken]) -> None:
+    """Session state through the tier (roles, settings, temporary objects, LISTEN, advisory locks,
+    prepared statements, a proof) is gone when the server connection goes back to the pool."""
+    a, b = make_token("pa", ["PA"]), make_token("pb", ["PB"])
+    seeded(settings, b, "PB")
+    with tier.connect(a, autocommit=True) as conn:
+        left_on = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+        for statement in ("SET ROLE mcp_memory_rw", "SET search_path = pg_temp, public",
+                          "CREATE TEMP TABLE sessions (project_id text)", "LISTEN mm_appends",
+                          "SELECT pg_advisory_lock(4242)", "PREPARE left_behind AS SELECT 1",
+                          "SET statement_timeout = '1ms'", "SET mm.gateway_role = 'x'"):
+            conn.execute(statement)
+        conn.execute("SELECT mm_enter(%s)", (a.token,))
+    seen = set()
+    with tier.connect(b) as other:
+        for _ in range(50):  # until the pool lends B the backend A used
+            other.execute("SELECT mm_enter(%s)", (b.token,))
+            pid = other.execute("SELECT pg_backend_pid()").fetchone()[0]
+            seen.add(pid)
+            if pid == left_on:
+                break
+            other.rollback()
+        assert left_on in seen, "the pool never lent the same backend again"
+        assert other.execute("SELECT current_user, mm_caller(), current_setting('statement_timeout') <> '1ms', "
+                             "current_setting('search_path') NOT LIKE 'pg_temp%%'").fetchone() == (
+            tier.gateway, b.role, True, True)
+        assert other.execute("SELECT count(*) FROM pg_prepared_statements").fetchone() == (0,)
+        assert other.execute("SELECT count(*) FROM pg_listening_channels()").fetchone() == (0,)
+        assert other.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
+                             "AND pid = pg_backend_pid()").fetchone() == (0,)
+        assert other.execute("SELECT count(*) FROM sessions WHERE project_id = 'PB'").fetchone() == (1,)
 
 
 def test_with_its_own_proof_a_token_works_and_sees_only_its_own(
@@ -185,7 +303,7 @@ def test_with_its_own_proof_a_token_works_and_sees_only_its_own(
     with tier.connect(a) as conn:
         assert conn.execute("SELECT mm_enter(%s)", (a.token,)).fetchone() == (a.role,)
         assert conn.execute("SELECT session_user, current_user, mm_caller()").fetchone() == (
-            tier.gateway, a.role, a.role)
+            tier.gateway, tier.gateway, a.role)
         assert visible(conn, "PA")["messages"] == 3 and visible(conn, "PA")["decisions"] == 1
         assert visible(conn, "PB")["messages"] == 0
 
@@ -201,7 +319,7 @@ def test_a_proof_replayed_in_a_later_transaction_or_another_backend_fails(
         conn.commit()
         for victim in (conn, other):  # a later transaction (of this backend or another one)
             victim.execute("SELECT set_config('mm.gateway_proof', %s, true)", (proof,))
-            victim.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(a.role)))
+            victim.execute("SELECT set_config('mm.gateway_role', %s, true)", (a.role,))
             assert victim.execute("SELECT mm_caller()").fetchone() == (tier.gateway,)
             assert visible(victim, "PA")["messages"] == 0
             victim.rollback()
@@ -278,3 +396,32 @@ def test_the_archiver_works_through_the_tier_with_direct_dsn(
         db.close()
     assert (summary.done, summary.failed) == (1, 0), summary.errors
     assert (tmp_path / "archive" / "sessions" / f"{sid}.jsonl").read_text().count("\n") == 3
+
+
+def test_defaults_a_token_sets_on_the_gateway_are_undone_at_the_next_proof(
+        tier: Tier, settings: Settings, admin_dsn: str, make_token: Callable[..., tokens.CreatedToken]) -> None:
+    """PostgreSQL lets a role change its own session defaults, and the gateway is every pooled
+    backend's login: what a token sets there is undone by the next transaction's proof, and the
+    backends that may have started with it are ended, so later transactions run with none of it."""
+    a, b = make_token("pa", ["PA"]), make_token("pb", ["PB"])
+    seeded(settings, b, "PB")
+    with tier.connect(a, autocommit=True) as conn:
+        for setting in ("default_transaction_read_only = on", "statement_timeout = '1ms'"):
+            conn.execute(sql.SQL("ALTER ROLE {} SET " + setting).format(sql.Identifier(tier.gateway)))
+        conn.execute(sql.SQL("ALTER ROLE {} IN DATABASE {} SET work_mem = '64kB'").format(
+            sql.Identifier(tier.gateway), sql.Identifier(tier.dbname)))
+    with tier.connect(b) as other:
+        assert other.execute("SELECT mm_enter(%s)", (b.token,)).fetchone() == (b.role,)
+        other.commit()
+    as_admin = make_conninfo(admin_dsn, dbname=tier.dbname)
+    with psycopg.connect(as_admin, autocommit=True) as admin:
+        assert role_state(admin, tier.gateway)[4] is None  # no defaults left
+    host = build(replace(settings, dsn=tier.dsn(b), password=b.token, pgbouncer=True, gateway=True,
+                         auto_migrate=False, pool_min=0, pool_max=1), application_name="b@tier")
+    try:
+        for _ in range(5):  # each on a pooled backend started after the repair
+            sid = host.create_session("PB").session_id
+            assert host.append_messages(sid, [{"role": "user", "content": "still writable",
+                                               "append_id": f"msg_{uuid.uuid4().hex}"}]).seqs == [1]
+    finally:
+        host.db.close()
