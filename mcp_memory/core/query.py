@@ -3,7 +3,9 @@
 What is refused, and where (README, "Read-only SQL"):
 - here, before anything is sent (cheap, with a message naming the rule): an empty text, more than
   one statement, and anything that does not start as a query (SELECT, WITH, VALUES, TABLE or a
-  parenthesised query); words inside strings, quoted names and comments do not count;
+  parenthesised query); words inside strings, quoted names and comments do not count; then, on
+  PostgreSQL's own parse tree (query_rules.py), any relation but the views, any function but the
+  ordinary built-ins, any cast to a catalog type;
 - in the database, whatever slipped through: the statement is opened as a cursor (a second
   statement cannot be), in a READ ONLY transaction (no write, no data-modifying WITH), inside a
   SECURITY DEFINER function owned by mcp_memory_reader (no change of role; only the views are
@@ -15,12 +17,16 @@ Pure: the models and the lexical check load no database driver (operations.py im
 from __future__ import annotations
 
 import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
-from ..errors import Invalid
+from ..errors import Invalid, Unavailable
 from ..schema import Model
+from .query_rules import VIEWS, check_tree
 
 if TYPE_CHECKING:
     from ..store.db import Database
@@ -32,7 +38,8 @@ CELL_CHARS = 2000  # a longer value is cut and marked "…[cut: N chars]"
 MAX_RESULT_CHARS = 1_000_000  # rows stop once their JSON passes this size (truncated)
 DEFAULT_TIMEOUT = 3.0  # seconds; [query] statement_timeout in the config file
 WORK_MEM = "16MB"
-VIEWS = ("sessions", "messages", "decisions", "context", "snapshots")
+PER_CALLER = 2  # queries of one caller at once (a token over REST, the host's own login)
+TURN_WAIT = 1.0  # seconds one more waits for a turn
 STARTS = ("select", "with", "values", "table")
 
 
@@ -66,6 +73,7 @@ def check(sql: str) -> str:
     if first != "(" and first not in STARTS:
         raise Invalid(f"sql must be a read-only query (SELECT, WITH … SELECT, VALUES or TABLE), not {words[0].upper()} "
                       f"(the views: {', '.join(VIEWS)})")
+    check_tree(sql)
     return sql  # a trailing ';' (then blanks or comments only) is one statement for PostgreSQL too
 
 
@@ -145,5 +153,26 @@ def run(db: Database, sql: str, *, limit: int = DEFAULT_ROWS) -> QueryResult:
     from ..store import query_store  # the driver is loaded only when a query runs (module docstring)
 
     timeout = timeout_seconds(db.settings.raw, db.settings.call_timeout)
-    return query_store.run(db, statement, rows=limit, timeout=timeout, cell_chars=CELL_CHARS,
-                           max_chars=MAX_RESULT_CHARS, work_mem=WORK_MEM)
+    with _turn(str(getattr(db, "role", "") or "")):
+        return query_store.run(db, statement, rows=limit, timeout=timeout, cell_chars=CELL_CHARS,
+                               max_chars=MAX_RESULT_CHARS, work_mem=WORK_MEM)
+
+
+_turns: dict[str, threading.BoundedSemaphore] = {}
+_turns_lock = threading.Lock()
+
+
+@contextmanager
+def _turn(caller: str) -> Iterator[None]:
+    """At most PER_CALLER queries of one caller (a REST token's role; this process's own login)
+    run at once, so that one token's parallel queries cannot take the shared pool from the others:
+    one more waits up to TURN_WAIT seconds, then is told to retry."""
+    with _turns_lock:
+        turns = _turns.setdefault(caller, threading.BoundedSemaphore(PER_CALLER))
+    if not turns.acquire(timeout=TURN_WAIT):
+        raise Unavailable(f"query_memory: {PER_CALLER} queries of this caller are already running; "
+                          "retry when one has finished")
+    try:
+        yield
+    finally:
+        turns.release()

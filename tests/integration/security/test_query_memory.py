@@ -21,6 +21,7 @@ from mcp_memory.core import query
 from mcp_memory.core.service import Service
 from mcp_memory.errors import Invalid, Unavailable
 from mcp_memory.mcp.server import build_server
+from mcp_memory.store import query_store
 
 pytest_plugins = ["security_support", "rest_support"]  # fixtures: make_token …, rest
 
@@ -38,6 +39,17 @@ def token_a(world, make_token, settings):
 def refused(svc: Service, sql: str, *fragments: str) -> str:
     with pytest.raises(Invalid) as caught:
         svc.query_memory(sql)
+    message = str(caught.value)
+    assert all(f in message for f in fragments), message
+    return message
+
+
+def in_database(svc: Service, sql: str, *fragments: str) -> str:
+    """The database's own confinement, past the parse-tree check (a statement it would refuse):
+    what holds if that check ever let something through."""
+    with pytest.raises(Invalid) as caught:
+        query_store.run(svc.db, sql, rows=10, timeout=3.0, cell_chars=query.CELL_CHARS,
+                        max_chars=query.MAX_RESULT_CHARS, work_mem=query.WORK_MEM)
     message = str(caught.value)
     assert all(f in message for f in fragments), message
     return message
@@ -91,22 +103,24 @@ def test_statements_other_than_one_query_are_refused_before_sending(token_a, sql
     ("SELECT * FROM public.messages", "permission denied for table messages"),
     ("SELECT * FROM public.access_tokens", "permission denied for table access_tokens"),
     ("SELECT * FROM pg_catalog.pg_authid", "permission denied"),
-    ("SELECT 1 UNION ALL (SELECT 2); SELECT 3 -- ; in a comment", "one statement"),
+    ("SELECT 1 UNION ALL (SELECT 2); SELECT 3 -- ; in a comment", "one"),
     ("SELECT nosuchcolumn FROM sessions", "nosuchcolumn"),
     ("SELECT * FROM nosuchview", "nosuchview"),
 ])
 def test_writes_calls_and_other_tables_are_refused_by_the_database(token_a, world, service, sql, rule) -> None:
     before = table_counts(service)
     statement = sql.replace("%s", f"'{world['A']}'")
-    message = refused(token_a, statement, rule)
+    message = in_database(token_a, statement, rule)
     assert message.startswith("sql"), message  # names the rule
+    assert refused(token_a, statement).startswith("sql")  # and, through query_memory, before it is sent
     assert table_counts(service) == before
     assert token_a.append_message(str(world["A"]), {"role": "user", "content": "A goes on"}).seq == 3
 
 
 def test_the_role_stays_the_callers(token_a, world, service) -> None:
-    refused(token_a, "SELECT set_config('role', 'postgres', true), count(*) FROM messages", "may not change the role")
-    who = token_a.query_memory("SELECT current_user::text, public.mm_read_caller()").rows[0]
+    in_database(token_a, "SELECT set_config('role', 'postgres', true), count(*) FROM messages", "may not change the role")
+    who = query_store.run(token_a.db, "SELECT current_user::text, public.mm_read_caller()", rows=1, timeout=3.0,
+                          cell_chars=100, max_chars=1000, work_mem=query.WORK_MEM).rows[0]
     assert who[0] == "mcp_memory_reader" and who[1].startswith("mmtest_qa_")
     assert token_a.query_memory("SELECT DISTINCT project_id FROM messages").rows == [["A"]]
 
@@ -126,10 +140,10 @@ def test_another_projects_rows_are_invisible(token_a, world, service) -> None:
 
 def test_runaway_queries_are_cut(token_a) -> None:
     started = time.monotonic()
-    refused(token_a, "SELECT pg_sleep(10)", "query cancelled after 3 s (statement timeout")
+    refused(token_a, "SELECT count(*) FROM generate_series(1, 1000000000000)", "query cancelled after 3 s (statement timeout")
     assert time.monotonic() - started < 6
     started = time.monotonic()
-    refused(token_a, "SELECT set_config('statement_timeout', '0', false), pg_sleep(10)", "cancelled after 3 s")
+    in_database(token_a, "SELECT set_config('statement_timeout', '0', false), pg_sleep(10)", "cancelled after 3 s")
     assert time.monotonic() - started < 6
     started = time.monotonic()
     huge = token_a.query_memory("SELECT a.n, b.n FROM generate_series(1, 1000000) a(n), generate_series(1, 1000000) b(n)",
@@ -147,13 +161,15 @@ def test_runaway_queries_are_cut(token_a) -> None:
 
 
 def test_the_pooled_connection_is_left_as_it_was(token_a, world, service) -> None:
-    token_a.query_memory("SELECT set_config('search_path', 'nowhere', false), set_config('statement_timeout', '1', false), "
-                         "set_config('default_transaction_read_only', 'on', false), pg_advisory_lock(4242)")
+    query_store.run(token_a.db, "SELECT set_config('search_path', 'nowhere', false), set_config('statement_timeout', "
+                    "'1', false), set_config('default_transaction_read_only', 'on', false), pg_advisory_lock(4242)",
+                    rows=1, timeout=3.0, cell_chars=100, max_chars=1000, work_mem=query.WORK_MEM)
     for _ in range(3):  # every pooled connection of the token service answers as before
         assert token_a.append_message(str(world["A"]), {"role": "user", "content": "still writable"}).duplicate is False
         token_a.list_sessions(project_id="A")
-    held = service.query_memory("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242").rows
-    assert held == [[0]]
+    with psycopg.connect(service.settings.dsn) as conn:
+        held = conn.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242").fetchone()
+    assert held == (0,)
 
 
 def test_a_real_question_sessions_per_agent_this_week(token_a, service) -> None:
@@ -193,9 +209,11 @@ def test_the_owner_queries_as_the_reader_role(world, service) -> None:
     assert reader == (False, False)
     assert super_login  # the test server's owner login is a superuser: the query still is not
     assert service.query_memory("SELECT project_id, count(*) FROM sessions GROUP BY 1 ORDER BY 1").rows == [["A", 1], ["B", 1]]
-    refused(service, "SELECT pg_read_file('/etc/hostname')", "permission denied")
-    refused(service, "SELECT set_config('role', 'postgres', true)", "may not change the role")
-    refused(service, "SELECT * FROM public.sessions", "permission denied for table sessions")
+    in_database(service, "SELECT pg_read_file('/etc/hostname')", "permission denied")
+    in_database(service, "SELECT set_config('role', 'postgres', true)", "may not change the role")
+    in_database(service, "SELECT * FROM public.sessions", "permission denied for table sessions")
+    refused(service, "SELECT pg_read_file('/etc/hostname')", "not pg_read_file()")
+    refused(service, "SELECT * FROM public.sessions", "not public.sessions")
 
 
 def test_over_rest_as_a_token_on_the_shared_owner_pool(rest: Server, world, make_token) -> None:
@@ -228,7 +246,7 @@ async def test_over_the_official_mcp_client(token_a, world) -> None:
         assert result.structured_content["rows"] == [["user", "hello"]] and result.structured_content["truncated"]
         bad = await client.call_tool("query_memory", {"sql": "SELECT 1; DELETE FROM messages"})
         assert bad.is_error and bad.content[0].text.startswith("[invalid] sql must be one statement")
-        slow = await client.call_tool("query_memory", {"sql": "SELECT pg_sleep(10)"})
+        slow = await client.call_tool("query_memory", {"sql": "SELECT count(*) FROM generate_series(1, 1000000000000)"})
         assert slow.is_error and "[invalid] query cancelled after 3 s" in slow.content[0].text
 
 
@@ -269,3 +287,74 @@ def test_without_the_reader_function_the_tool_says_what_to_do(world, service) ->
         admin.execute("DROP FUNCTION mm_read.query(text, integer, integer, integer)")
     with pytest.raises(Unavailable, match=r"mcp_memory_reader .* db migrate"):
         service.query_memory("SELECT 1")
+
+
+@pytest.mark.parametrize(("sql", "rule"), [
+    ("SELECT rolname FROM pg_roles", "not pg_roles"),
+    ("SELECT datname FROM pg_catalog.pg_database", "not pg_catalog.pg_database"),
+    ("SELECT reltuples FROM pg_class WHERE relname = 'messages'", "not pg_class"),
+    ("SELECT (SELECT count(*) FROM information_schema.tables)", "not information_schema.tables"),
+    ("SELECT lo_from_bytea(0, 'kept')", "not lo_from_bytea()"),
+    ("SELECT lo_create(0)", "not lo_create()"),
+    ("SELECT current_setting('server_version')", "not current_setting()"),
+    ("SELECT pg_database_size(current_database())", "not pg_database_size()"),
+    ("SELECT 'pg_authid'::regclass", "may not cast to regclass"),
+    ("SELECT 'postgres'::regrole::oid", "may not cast to regrole"),
+    ("SELECT * FROM messages FOR UPDATE", "no FOR UPDATE"),
+    ("WITH pg_roles AS (SELECT 1) SELECT * FROM (SELECT 1) a, pg_roles", "WITH query pg_"),
+    ("SELECT pg_sleep(10)", "not pg_sleep()"),
+    ("SELECT count(*) FROM messages" + " JOIN" * 0 + "; SELECT 2", "one statement"),
+    ("SELECT ((((1)))) + ", "does not parse"),
+])
+def test_catalogs_large_objects_and_other_functions_are_refused_before_sending(token_a, sql, rule) -> None:
+    """A role can always read the system catalogs and call PUBLIC's built-ins (role and database
+    names, row counts, large objects that outlive the query): query_memory holds the statement to
+    the views and the ordinary functions, on PostgreSQL's own parse tree."""
+    refused(token_a, sql, rule)
+
+
+def test_ordinary_questions_still_parse_and_run(token_a, world) -> None:
+    for sql in ("WITH recent AS (SELECT session_id FROM sessions ORDER BY created_at DESC LIMIT 5) "
+                "SELECT count(*) FROM messages m JOIN recent r USING (session_id)",
+                "SELECT lower(text), length(text), date_trunc('day', created_at), extract(epoch FROM created_at) "
+                "FROM mm_read.messages WHERE text ILIKE '%hello%' ORDER BY seq",
+                "SELECT role, count(*) FILTER (WHERE text IS NOT NULL), row_number() OVER (ORDER BY role) FROM messages "
+                "GROUP BY role", "VALUES (1), (2)", "TABLE sessions",
+                "SELECT jsonb_array_length(coalesce(tool_calls::jsonb, '[]'::jsonb)) FROM messages"):
+        token_a.query_memory(sql)
+
+
+def test_a_private_decision_stays_its_authors_for_an_all_projects_token(world, make_token, settings, service) -> None:
+    b = str(world["B"])
+    service.record_decision(b, "db", "the owner's private choice", visibility="private")
+    svc = token_service(settings, make_token("qall", ["*"]))
+    try:
+        mine = svc.record_decision(b, "api", "the all-projects token's own private choice",
+                                   visibility="private").decision_id
+        seen = svc.query_memory("SELECT decision_id FROM decisions WHERE visibility = 'private'").rows
+        assert seen == [[mine]]
+    finally:
+        svc.db.close()
+    assert service.query_memory("SELECT count(*) FROM decisions WHERE visibility = 'private'").rows == [[2]]
+
+
+def test_one_token_cannot_take_the_pool_with_parallel_queries(token_a) -> None:
+    """At most query.PER_CALLER queries of one caller run at once; the rest are told to retry."""
+    import concurrent.futures
+
+    slow = "SELECT count(*) FROM generate_series(1, 1000000000000)"
+
+    def ask() -> str:
+        try:
+            token_a.query_memory(slow)
+        except Unavailable as exc:
+            return "busy: " + str(exc)
+        except Invalid as exc:
+            return "cut: " + str(exc)
+        return "done"
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=6) as pool:
+        answers = list(pool.map(lambda _: ask(), range(6)))
+    busy = [a for a in answers if a.startswith("busy")]
+    assert len(busy) == 6 - query.PER_CALLER, answers
+    assert all("already running" in a for a in busy)
