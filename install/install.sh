@@ -4,17 +4,21 @@
 # registration with every agent found on PATH, and optionally the archiver service.
 #
 #   install/install.sh --dsn postgresql://host-a@db.example.internal/mcp_memory [--token-stdin] \
-#                      [--pgbouncer] [--archiver [--archive-remote URL]] [--source PATH_OR_SPEC] \
+#                      [--pgbouncer --direct-dsn postgresql://host-a@db:5432/mcp_memory] \
+#                      [--archiver [--archive-remote URL]] [--source PATH_OR_SPEC] \
 #                      [--no-agents] [--dry-run]
 #
 # The token (from `mcp-memory token create` on the admin's machine) is prompted for, or read from
 # standard input with --token-stdin; it goes to the OS keyring, else a 0600 file (see install/README.md).
+# --pgbouncer: --dsn is PgBouncer's address (install/pgbouncer/README.md): each transaction proves the
+# token ([database] gateway); --direct-dsn is the database itself, for live tail, leases and doctor.
 # --archiver (systemd): the service user mcp-memory, the program in /opt/mcp-memory (linked from
 # /usr/local/bin), /etc/mcp-memory/config.toml (DSN, [archive] repo and remote), the token in
 # /etc/mcp-memory/archive.env (0640, group mcp-memory) and install/mcp-memory-archive.service.
 set -euo pipefail
 
 DSN=""
+DIRECT_DSN=""
 TOKEN_STDIN=0
 PGBOUNCER=0
 ARCHIVER=0
@@ -26,13 +30,14 @@ SOURCE="mcp-memory"
 VENV="${XDG_DATA_HOME:-$HOME/.local/share}/mcp-memory/venv"
 BIN_DIR="$HOME/.local/bin"
 
-usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
 
 while [ $# -gt 0 ]; do
     case "$1" in
         --dsn) DSN="$2"; shift 2 ;;
         --token-stdin) TOKEN_STDIN=1; shift ;;
         --pgbouncer) PGBOUNCER=1; shift ;;
+        --direct-dsn) DIRECT_DSN="$2"; shift 2 ;;
         --archiver) ARCHIVER=1; shift ;;
         --archive-remote) ARCHIVE_REMOTE="$2"; shift 2 ;;
         --no-agents) AGENTS=0; shift ;;
@@ -75,12 +80,14 @@ do_login() {
         read_token
         args+=(--token-stdin)
         [ "$PGBOUNCER" = 1 ] && args+=(--pgbouncer)
+        [ -n "$DIRECT_DSN" ] && args+=(--direct-dsn "$DIRECT_DSN")
         echo "+ $MCP ${args[*]} (the token from above)"
         [ "$DRY_RUN" = 1 ] || printf '%s\n' "$TOKEN" | "$MCP" "${args[@]}"
         return
     fi
     [ "$TOKEN_STDIN" = 1 ] && args+=(--token-stdin)
     [ "$PGBOUNCER" = 1 ] && args+=(--pgbouncer)
+    [ -n "$DIRECT_DSN" ] && args+=(--direct-dsn "$DIRECT_DSN")
     run "$MCP" "${args[@]}"
 }
 

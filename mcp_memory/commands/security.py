@@ -76,7 +76,14 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     login.add_argument("--token-stdin", action="store_true", help="read the token from standard input")
     login.add_argument("--no-verify", action="store_true", help="store without logging in once first")
     login.add_argument("--pgbouncer", action=argparse.BooleanOptionalAction, default=None,
-                       help="the DSN points at PgBouncer in transaction mode (no prepared statements)")
+                       help="the DSN points at PgBouncer in transaction mode (no prepared statements; the "
+                       "token proved in each transaction, [database] gateway, unless --no-gateway)")
+    login.add_argument("--gateway", action=argparse.BooleanOptionalAction, default=None,
+                       help="each transaction proves the token (the pooler logs in as one gateway login; "
+                       "on with --pgbouncer)")
+    login.add_argument("--direct-dsn", metavar="DSN",
+                       help="the database itself, past the pooler, as this host's role: live tail, the "
+                       "archiver's lease and doctor use it ([database] direct_dsn); the token is stored for it too")
 
     http = sub.add_parser(
         "serve-http", help="REST API (README, REST) and MCP streamable HTTP at /mcp",
@@ -225,12 +232,15 @@ def login(settings: Settings, args: argparse.Namespace) -> int:
     if not dsn:
         raise Invalid("give the central database: mcp-memory login --dsn postgresql://<role>@<host>/<db>")
     secret = sys.stdin.readline() if args.token_stdin else getpass.getpass("token (from `mcp-memory token create`): ")
-    result = do_login(settings, dsn=dsn, token=secret, check=not args.no_verify, pgbouncer=args.pgbouncer)
+    result = do_login(settings, dsn=dsn, token=secret, check=not args.no_verify, pgbouncer=args.pgbouncer,
+                      gateway=args.gateway, direct_dsn=args.direct_dsn)
     where = (f"the OS keyring (service mcp-memory, account {result.account})" if result.fallback_file is None
              else f"{result.fallback_file} (mode 0600): no OS keyring backend is available on this host")
     print(f"logged in as {result.role or '?'} on {result.dsn}")
     if result.projects:
         print(f"projects: {', '.join(result.projects)}" + (" (read-only)" if result.read_only else ""))
+    if result.direct_dsn:
+        print(f"direct connection (live tail, leases): {result.direct_dsn}")
     print(f"token stored in {where}")
     print(f"DSN recorded in {result.config_path}")
     return 0

@@ -31,6 +31,7 @@ class LoginResult:
     config_path: Path
     projects: list[str]
     read_only: bool
+    direct_dsn: str | None = None
 
 
 def normalise_dsn(dsn: str, token: str) -> str:
@@ -46,12 +47,18 @@ def normalise_dsn(dsn: str, token: str) -> str:
     return role_dsn(dsn, user or role or "")
 
 
-def verify(dsn: str, token: str, *, timeout: float) -> tuple[str, list[str], bool]:
-    """Log in once with the token: (role, projects, read_only). Nothing is stored if this fails."""
+def verify(dsn: str, token: str, *, timeout: float, gateway: bool = False) -> tuple[str, list[str], bool]:
+    """Log in once with the token: (role, projects, read_only). Nothing is stored if this fails.
+    Through a pooler's forced gateway login (`gateway`), the transaction proves the token first
+    (mm_enter): the gateway is nobody without it."""
     try:
-        with translate_errors(), psycopg.connect(dsn, password=token, connect_timeout=max(1, int(timeout))) as conn:
+        with translate_errors(), psycopg.connect(dsn, password=token, connect_timeout=max(1, int(timeout)),
+                                                 prepare_threshold=None) as conn:
             store = SecurityStore(conn)
-            role, _ = store.whoami()
+            if gateway:
+                role = store.enter(token)
+            else:
+                role, _ = store.whoami()
             mine = store.my_token()
     except Unavailable as exc:
         raise Forbidden(f"cannot log in with this token ({exc}); nothing was stored") from exc
@@ -60,27 +67,41 @@ def verify(dsn: str, token: str, *, timeout: float) -> tuple[str, list[str], boo
     return role, mine.projects, mine.read_only
 
 
-def record_dsn(config_path: Path, dsn: str, *, pgbouncer: bool | None) -> None:
-    """Set `[database] dsn` (and `pgbouncer` when given) in the config file, keeping the rest."""
+def record_dsn(config_path: Path, dsn: str, *, pgbouncer: bool | None, gateway: bool | None = None,
+               direct_dsn: str | None = None) -> None:
+    """Set `[database] dsn` (and `pgbouncer`, `gateway`, `direct_dsn` when given) in the config file,
+    keeping the rest."""
     with edited_config(config_path) as document:
         database = document.get("database")
         if database is None:
             database = tomlkit.table()
             document["database"] = database
         database["dsn"] = dsn
-        if pgbouncer is not None:
-            database["pgbouncer"] = pgbouncer
+        for key, value in (("pgbouncer", pgbouncer), ("gateway", gateway), ("direct_dsn", direct_dsn)):
+            if value is not None:
+                database[key] = value
 
 
-def login(settings: Settings, *, dsn: str, token: str, check: bool = True,
-          pgbouncer: bool | None = None) -> LoginResult:
+def login(settings: Settings, *, dsn: str, token: str, check: bool = True, pgbouncer: bool | None = None,
+          gateway: bool | None = None, direct_dsn: str | None = None) -> LoginResult:
+    """Check the token (through the pooler, and directly at `direct_dsn` when given), then store it
+    for both addresses and record them. A pooled host (`pgbouncer`) proves its token in every
+    transaction (`gateway`, on unless told otherwise): the tier of install/pgbouncer/."""
     token = token.strip()
     if not token:
         raise Invalid("the token is empty")
+    if gateway is None and pgbouncer:
+        gateway = True
     clean = normalise_dsn(dsn, token)
-    role, projects, read_only = (verify(clean, token, timeout=settings.connect_timeout) if check
-                                 else (str(conninfo_to_dict(clean).get("user") or ""), [], False))
+    direct = normalise_dsn(direct_dsn, token) if direct_dsn else None
+    role, projects, read_only = (verify(clean, token, timeout=settings.connect_timeout, gateway=bool(gateway))
+                                 if check else (str(conninfo_to_dict(clean).get("user") or ""), [], False))
+    if direct and check:
+        verify(direct, token, timeout=settings.connect_timeout)
     fallback = store_password(clean, token, fallback=settings.credentials_file)
-    record_dsn(settings.write_config_path, clean, pgbouncer=pgbouncer)
+    if direct:
+        store_password(direct, token, fallback=settings.credentials_file)
+    record_dsn(settings.write_config_path, clean, pgbouncer=pgbouncer, gateway=gateway, direct_dsn=direct)
     return LoginResult(dsn=mask_dsn(clean), role=role, account=keyring_account(clean), fallback_file=fallback,
-                       config_path=settings.write_config_path, projects=projects, read_only=read_only)
+                       config_path=settings.write_config_path, projects=projects, read_only=read_only,
+                       direct_dsn=mask_dsn(direct) if direct else None)

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import psycopg
-from psycopg.conninfo import conninfo_to_dict
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..config import Settings
@@ -67,8 +67,13 @@ class Database:
         """Where connections that keep session state go (LISTEN, the archiver's lease): `[database]
         direct_dsn` when `dsn` points at a pooler, else the DSN in use."""
         if self.settings.direct_dsn and not self.settings.embedded:
-            return with_password(self.settings.direct_dsn, self.settings.password,
-                                 fallback_file=self.settings.credentials_file)
+            direct = with_password(self.settings.direct_dsn, self.settings.password,
+                                   fallback_file=self.settings.credentials_file)
+            if conninfo_to_dict(direct).get("password"):
+                return direct
+            # nothing stored for the direct address: the host's token is the password of both
+            pooled = conninfo_to_dict(self.dsn()).get("password")
+            return make_conninfo(direct, password=pooled) if pooled else direct
         return self.dsn()
 
     def connect(self, **kwargs: Any) -> psycopg.Connection:

@@ -200,6 +200,18 @@ class SecurityStore:
         return TokenRow(role=r["role_name"], read_only=r["read_only"], archiver=r["archiver"],
                         projects=list(r["projects"]), token_sha256=bytes(r["token_sha256"]))
 
+    def enter(self, token: str) -> str:
+        """Prove `token` in this transaction (mm_enter, migrations 0020 and 0026): its role."""
+        try:
+            return str(self._value("security_enter", {"token": token}))
+        except psycopg.errors.UndefinedFunction as exc:
+            raise Unavailable("the database schema predates migration 0020 (mm_enter): the database owner must "
+                              "run `mcp-memory db migrate`") from exc
+        except psycopg.Error as exc:
+            if exc.sqlstate == "MM403":
+                raise Forbidden("the token was not accepted (revoked, expired or mistyped)") from exc
+            raise
+
     def whoami(self) -> tuple[str, str]:
         row = first_row(self.conn.execute(q("security_whoami")).fetchone(), "security_whoami")
         return row[0], row[1]

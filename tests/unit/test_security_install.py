@@ -23,11 +23,12 @@ def test_install_sh_dry_run_registers_agents_found(tmp_path: Path) -> None:
         fake.chmod(0o755)
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "data")}
     out = subprocess.run(["bash", str(SCRIPT), "--dsn", "postgresql://host-a@db.example/mem", "--token-stdin",
-                          "--pgbouncer", "--dry-run"], check=False, capture_output=True, text=True, env=env, timeout=60)
+                          "--pgbouncer", "--direct-dsn", "postgresql://host-a@db.example:5432/mem", "--dry-run"], check=False, capture_output=True, text=True, env=env, timeout=60)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert any("venv" in line or "pipx install" in line for line in lines)
-    assert any("login --dsn postgresql://host-a@db.example/mem --token-stdin --pgbouncer" in line for line in lines)
+    assert any("login --dsn postgresql://host-a@db.example/mem --token-stdin --pgbouncer "
+               "--direct-dsn postgresql://host-a@db.example:5432/mem" in line for line in lines)
     assert any(line.endswith("install claude-code") for line in lines)
     assert any(line.endswith("install codex") for line in lines)
     assert "skip opencode" in out.stdout and any(line.endswith(" doctor") for line in lines)

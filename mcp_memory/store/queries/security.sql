@@ -82,3 +82,7 @@ SELECT to_regrole('mcp_memory_gateway') IS NOT NULL;
 
 -- name: security_is_superuser
 SELECT current_setting('is_superuser') = 'on';
+
+-- name: security_enter
+-- A pooled login proves the token in this transaction; the caller is then its role.
+SELECT mm_enter(%(token)s);

@@ -425,3 +425,42 @@ def test_defaults_a_token_sets_on_the_gateway_are_undone_at_the_next_proof(
                                                "append_id": f"msg_{uuid.uuid4().hex}"}]).seqs == [1]
     finally:
         host.db.close()
+
+
+def test_a_pooled_host_is_set_up_by_login_as_the_guide_says(
+        tier: Tier, settings: Settings, make_token: Callable[..., tokens.CreatedToken], profile: dict[str, str]) -> None:
+    """`login --pgbouncer --direct-dsn` (what install.sh --pgbouncer runs): the token is checked
+    through the tier (proved by the forced gateway) and directly, stored for both addresses, and the
+    host then works with nothing else given: doctor, append, search, and a live tail that wakes."""
+    import subprocess
+    import sys
+
+    a = make_token("pa", ["PA"])
+    env = {k: v for k, v in profile.items() if k != "MCP_MEMORY_DSN"}
+    cli = [sys.executable, "-m", "mcp_memory"]
+    direct = tokens.role_dsn(tier.direct, a.role)
+    done = subprocess.run([*cli, "login", "--dsn", tier.dsn(a), "--pgbouncer", "--direct-dsn", direct, "--token-stdin"],
+                          input=a.token + "\n", env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert f"logged in as {a.role}" in done.stdout and "projects: PA" in done.stdout
+    doctor = subprocess.run([*cli, "doctor", "--json"], env=env, capture_output=True, text=True, timeout=120)
+    checks = {c["name"]: c for c in __import__("json").loads(doctor.stdout)["checks"]}
+    assert checks["database"]["ok"] and checks["schema"]["ok"], checks
+    assert all(c["ok"] for c in checks.values()), [c for c in checks.values() if not c["ok"]]
+    from mcp_memory.config import load_settings
+
+    host = build(load_settings(environ=env), application_name="pooled@tier")
+    try:
+        assert host.db.settings.gateway and host.db.settings.pgbouncer
+        sid = host.create_session("PA").session_id
+        host.append_message(sid, {"role": "user", "content": "pelican routing", "append_id": f"msg_{uuid.uuid4().hex}"})
+        assert [m.session_id for m in host.search_messages("pelican", project_id="PA").matches] == [sid]
+        later = threading.Timer(0.5, lambda: host.append_message(sid, {"role": "assistant", "content": "woke",
+                                                                      "append_id": f"msg_{uuid.uuid4().hex}"}))
+        later.start()
+        woke = host.read_session(sid, after_seq=1, wait_seconds=10)
+        later.join()
+        assert [m.seq for m in woke.messages] == [2]
+        assert host.appends.listener.poll_seconds is None  # LISTEN on the direct connection, not polling
+    finally:
+        host.db.close()
