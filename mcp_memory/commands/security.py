@@ -170,7 +170,9 @@ def _rotate(db: Database, args: argparse.Namespace) -> int:
     print(f"new token for {new.name} (role {new.role}; projects: {', '.join(new.projects)}) — shown once:\n")
     print(f"  {new.token}\n")
     print(f"the old token ({', '.join(rotated.previous)}) works until {rotated.grace_until:%Y-%m-%d %H:%M:%S} UTC")
-    print(f"on the host:  mcp-memory login --dsn '{uri_dsn(new.dsn)}'   (then paste the new token)")
+    print("on the host: put the new token where the old one was (`mcp-memory login` with the host's DSN as it is,\n"
+          "  or MCP_MEMORY_PASSWORD / the archiver's archive.env): the host logs in as the token's new role by itself,\n"
+          f"  and stays {new.name} to the database (its messages, scopes and leases)")
     return 0
 
 

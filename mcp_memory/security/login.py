@@ -7,17 +7,18 @@ password, goes to `[database] dsn` of the config file (other settings and commen
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
 import tomlkit
-from psycopg.conninfo import conninfo_to_dict
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from ..config import Settings, edited_config
 from ..credentials import keyring_account, mask_dsn, store_password
 from ..errors import Forbidden, Invalid, Unavailable
-from ..store.db import translate_errors
+from ..store.db import login_of_token, translate_errors
 from ..store.security_store import SecurityStore
 from .tokens import parse_token, role_dsn
 
@@ -42,7 +43,8 @@ def normalise_dsn(dsn: str, token: str) -> str:
         raise Invalid(f"--dsn is not a PostgreSQL DSN: {exc}") from None
     role = parse_token(token)
     user = str(params["user"]) if params.get("user") is not None else None
-    if role and user and user != role:
+    # a rotated token's login (USER_r2, …) is the same token: the DSN keeps the token's name
+    if role and user and user != role and not re.fullmatch(re.escape(user) + r"_r[0-9]+", role):
         raise Invalid(f"this token belongs to role {role}, but the DSN connects as {user}")
     return role_dsn(dsn, user or role or "")
 
@@ -52,8 +54,8 @@ def verify(dsn: str, token: str, *, timeout: float, gateway: bool = False) -> tu
     Through a pooler's forced gateway login (`gateway`), the transaction proves the token first
     (mm_enter): the gateway is nobody without it."""
     try:
-        with translate_errors(), psycopg.connect(dsn, password=token, connect_timeout=max(1, int(timeout)),
-                                                 prepare_threshold=None) as conn:
+        with translate_errors(), psycopg.connect(login_of_token(make_conninfo(dsn, password=token)),
+                                                 connect_timeout=max(1, int(timeout)), prepare_threshold=None) as conn:
             store = SecurityStore(conn)
             if gateway:
                 role = store.enter(token)

@@ -26,6 +26,21 @@ from .standby import check_not_standby
 log = logging.getLogger(__name__)
 
 
+
+_TOKEN_ROLE = re.compile(r"^mmt\.([a-z][a-z0-9_\-]{0,62})\.[A-Za-z0-9_\-]{43}$")
+
+
+def login_of_token(dsn: str) -> str:
+    """A DSN whose password is a token (`mmt.<role>.…`) logs in as the token's role, whatever its
+    user says: after `token rotate`, the new token's login (NAME_r2, …) is another role of the same
+    token (migration 0029), and writing the new token where the old one was is all a host changes."""
+    params = conninfo_to_dict(dsn)
+    match = _TOKEN_ROLE.match(str(params.get("password") or ""))
+    if match is None or params.get("user") == match.group(1):
+        return dsn
+    return make_conninfo(dsn, user=match.group(1))
+
+
 class Database:
     """One per process. Thread-safe; nothing touches the network until first use."""
 
@@ -56,8 +71,8 @@ class Database:
                     self.settings.embedded_dir, allow_root=self.settings.embedded_as_root, automatic=True,
                     connect_timeout=self.settings.connect_timeout)
             else:  # the keyring's backends take ~0.5 s to load: only a DSN that may need one asks it
-                self._dsn = with_password(self.settings.dsn or "", self.settings.password,
-                                          fallback_file=self.settings.credentials_file)
+                self._dsn = login_of_token(with_password(self.settings.dsn or "", self.settings.password,
+                                                         fallback_file=self.settings.credentials_file))
         return self._dsn
 
     def masked_dsn(self) -> str:
@@ -70,10 +85,10 @@ class Database:
             direct = with_password(self.settings.direct_dsn, self.settings.password,
                                    fallback_file=self.settings.credentials_file)
             if conninfo_to_dict(direct).get("password"):
-                return direct
+                return login_of_token(direct)
             # nothing stored for the direct address: the host's token is the password of both
             pooled = conninfo_to_dict(self.dsn()).get("password")
-            return make_conninfo(direct, password=pooled) if pooled else direct
+            return login_of_token(make_conninfo(direct, password=pooled)) if pooled else direct
         return self.dsn()
 
     def connect(self, **kwargs: Any) -> psycopg.Connection:

@@ -55,10 +55,11 @@ WHERE usename = %(role)s AND pid <> pg_backend_pid();
 -- name: security_my_token
 -- Run as the token's own role, or as a gateway in a transaction that proved the token (mm_enter):
 -- the caller's row is the only one row-level security lets it see.
+-- (The row of the login itself, whose digest is this token's; the scope is the token's, migration 0029.)
 SELECT role_name, read_only, archiver, token_sha256,
        (SELECT coalesce(array_agg(project_id ORDER BY project_id), '{}') FROM access_token_projects
         WHERE role_name = mm_caller()) AS projects
-FROM access_tokens WHERE role_name = mm_caller();
+FROM access_tokens WHERE role_name = mm_login_role();
 
 -- name: security_whoami
 SELECT current_user::text, session_user::text;

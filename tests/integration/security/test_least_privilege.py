@@ -14,6 +14,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from psycopg import sql
+from psycopg.conninfo import make_conninfo
 from security_support import connect_as, token_service
 from test_write_api import b_still_works, refused, world  # noqa: F401 (the fixture `world`: projects A and B)
 
@@ -25,6 +26,7 @@ from mcp_memory.errors import Forbidden, Invalid, NotFound
 from mcp_memory.http.server import prepare
 from mcp_memory.security import tokens
 from mcp_memory.store import migrate
+from mcp_memory.store.db import login_of_token
 
 pytest_plugins = ["security_support"]
 
@@ -396,6 +398,15 @@ def test_rotation_keeps_the_old_token_for_the_grace_period_then_only_the_new(
         with owner_db.connect() as conn:
             assert conn.execute("SELECT rolconnlimit FROM pg_roles WHERE rolname = %s",
                                 (second.role,)).fetchone() == (3,)
+        # one token to the database: the new login is the same caller, and a DSN that still names
+        # the token's first role logs in with the new token as its new role (migration 0029)
+        same_dsn = tokens.CreatedToken(name=name, role=name, token=second.token, dsn=first.dsn, projects=["A", "B"],
+                                       read_only=True, archiver=False)
+        with psycopg.connect(login_of_token(make_conninfo(first.dsn, password=second.token))) as conn:
+            assert conn.execute("SELECT session_user::text, mm_caller(), mm_login_role()").fetchone() == (
+                second.role, name, second.role)
+            assert [r for (r,) in conn.execute("SELECT role_name FROM access_tokens ORDER BY 1")] == [name, second.role]
+        assert same_dsn.role == name
         assert main(["--dsn", settings.dsn, "token", "rotate", name, "--grace", "0s", "--json"]) == 0
         third = json.loads(capsys.readouterr().out)
         assert third["role"] == f"{name}_r3" and sorted(third["previous"]) == sorted([name, f"{name}_r2"])
