@@ -45,6 +45,11 @@ EXTRA_SEEDS = {
     "password": ("password", "password=", "password=\"", "password='a", "secret: ", "aB_", "a_password",
                  "apiKey=", "token=token(", "key=\""),
     "telegram_bot_token": ("bot123456789:A", "123456789:A"),
+    "docker_password": ("docker login ", "docker login -u a ", "docker login -p"),
+    "redis_password": ("redis-cli ", "redis-cli -a", "redis-cli -h a "),
+    "htpasswd_password": ("htpasswd -b ", "htpasswd -b a b ", "htpasswd -x "),
+    "kubeadm_token": ("--token ", "--token abcdef.", "--certificate-key "),
+    "age_secret_key": ("AGE-SECRET-KEY-1",),
 }
 
 
