@@ -36,11 +36,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                         help="for `mcp-memory archive`: reads its projects (all without --project), "
                         "updates export_jobs")
     create.add_argument("--expires", metavar="DURATION",
-                        help="the token stops working after this long, e.g. 90min, 12h or 30d (default: never)")
+                        help="the token stops working after this long: s, min, h or d, e.g. 9s, 90min, 12h "
+                        "or 30d (default: never)")
     create.add_argument("--connection-limit", type=int, metavar="N",
                         help="most connections the role may hold at once (default 20)")
     create.add_argument("--statement-timeout", metavar="DURATION",
-                        help="the role's statement_timeout, e.g. 30s or 10min (default 10min)")
+                        help="the role's statement_timeout: ms, s, min, h or d, e.g. 30s or 10min (default 10min)")
     create.add_argument("--idle-timeout", metavar="DURATION",
                         help="the role's idle_in_transaction_session_timeout (default 60s)")
     create.add_argument("--lock-timeout", metavar="DURATION", help="the role's lock_timeout (default 60s)")
@@ -55,8 +56,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "  (then on host-a: mcp-memory login --dsn '<printed dsn>')", formatter_class=raw)
     rotate.add_argument("name")
     rotate.add_argument("--grace", default="1h", metavar="DURATION",
-                        help="how long the old token still works, e.g. 0s, 15min, 1h (default 1h)")
-    rotate.add_argument("--expires", metavar="DURATION", help="the new token stops working after this long")
+                        help="how long the old token still works: s, min, h or d, e.g. 0s, 15min, 1h (default 1h)")
+    rotate.add_argument("--expires", metavar="DURATION",
+                        help="the new token stops working after this long, e.g. 9s, 90min, 12h or 30d "
+                        "(default: never)")
     rotate.add_argument("--json", action="store_true",
                         help='print {"name", "role", "token", "dsn", "previous", "previous_valid_until"}')
     gateway = actions.add_parser(
@@ -122,7 +125,7 @@ def token(settings: Settings, args: argparse.Namespace) -> int:
                 mode = "archiver" if r.archiver else "read-only" if r.read_only else "read-write"
                 state = "" if r.can_login else "  (login disabled)"
                 if r.expires is not None:
-                    state += f"  (expire{'d' if r.expires <= datetime.now(UTC) else 's'} {r.expires:%Y-%m-%d %H:%M %Z})"
+                    state += f"  (expire{'d' if r.expires <= datetime.now(UTC) else 's'} {r.expires:%Y-%m-%d %H:%M:%S %Z})"
                 print(f"{r.role:<24} {mode:<10} {','.join(r.projects):<30} {r.connections} connection(s){state}")
             if not rows:
                 print("no tokens")
@@ -149,7 +152,7 @@ def _create(db: Database, args: argparse.Namespace) -> int:
         print_json(doc)
         return 0
     mode = "archiver" if created.archiver else "read-only" if created.read_only else "read-write"
-    until = f"; expires {created.expires:%Y-%m-%d %H:%M} UTC" if created.expires else ""
+    until = f"; expires {created.expires:%Y-%m-%d %H:%M:%S} UTC" if created.expires else ""
     print(f"token for role {created.role} ({mode}; projects: {', '.join(created.projects)}{until}) — shown once:\n")
     print(f"  {created.token}\n")
     print(f"on the host:  mcp-memory login --dsn '{uri_dsn(created.dsn)}'   (then paste the token)")

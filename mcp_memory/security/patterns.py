@@ -78,6 +78,9 @@ _QUOTED = r"""(?P<quote>["'`])(?![\s,;:}\])])(?P<qsecret>(?:\\[^\n]|(?!(?P=quote
 # (an unquoted value is read whole, at most 4 KiB, and a call's `(` after it is captured rather than
 # failing the match, so a text of `token=token=…(` is read once, not once per key word)
 _ASSIGNED = rf"(?:{_QUOTED}|(?P<secret>{_VALUE}{{1,4096}}+)(?P<call>\()?)"
+# one command-line argument: quoted, or up to a blank (not a pipe or `&&` that starts the next command,
+# nor a `$VAR` or `<password>` placeholder)
+_ARG = r"""(?:(?P<quote>["'])(?P<qsecret>[^"'$<\n][^"'\n]{0,199}+)(?P=quote)|(?P<secret>[^\s"'\\|;&$<][^\s"'\\]{0,200}+))"""
 
 BUILTIN: tuple[Rule, ...] = (
     # the body may sit in escaped text (`\\n`, `\\\\n` in code); a header with no key body after it (a
@@ -156,6 +159,23 @@ BUILTIN: tuple[Rule, ...] = (
     _rule("pgpass_password",
           r"(?m:^[ \t]*+[^\s:#]{1,255}+:(?:\d{1,5}+|\*):[^\s:]{1,255}+:[^\s:]{1,255}+:(?P<secret>\S{1,1024}+)$)",
           check_value=True),
+    # Docker personal access tokens, age secret keys (the age spec: Bech32, upper case)
+    _rule("docker_pat", _B + r"dckr_pat_[A-Za-z0-9_\-]{20,}+" + _E),
+    _rule("age_secret_key", _B + r"AGE-SECRET-KEY-1[0-9A-Z]{50,}+" + _E),
+    # passwords on a command line: `docker login -p`, `redis-cli -a`, `htpasswd -b FILE USER PASSWORD`
+    # (`-nb USER PASSWORD` has no file), kubeadm's bootstrap `--token abcdef.0123456789abcdef` and
+    # `--certificate-key` (the tools' manuals); a search of at most 16 arguments after the command
+    _rule("docker_password",
+          r"\bdocker[ \t]++login(?:[ \t]++[^\s|;&]++){0,16}?[ \t]++(?:-p|--password)(?:[ \t]++|=)" + _ARG),
+    _rule("redis_password",
+          r"\bredis-cli(?:[ \t]++[^\s|;&]++){0,16}?[ \t]++(?:-a|--pass)(?:[ \t]++|=)" + _ARG),
+    _rule("htpasswd_password",
+          r"\bhtpasswd(?:[ \t]++-[A-Za-z]++){0,3}?[ \t]++-[A-Za-z]*?b[A-Za-z]*+(?:[ \t]++-[A-Za-z]++){0,3}+"
+          r"(?:[ \t]++[^\s|;&\-][^\s|;&]*+){1,2}[ \t]++" + _ARG),
+    _rule("kubeadm_token",
+          r"(?<![A-Za-z0-9_\-])--(?:token|discovery-token|tls-bootstrap-token)(?:[ \t]++|=)"
+          r"(?P<secret>[a-z0-9]{6}\.[a-z0-9]{16})(?![A-Za-z0-9_.\-])"
+          r"|(?<![A-Za-z0-9_\-])--certificate-key(?:[ \t]++|=)(?P<qsecret>[0-9a-f]{64})(?![A-Za-z0-9_\-])"),
     # matched where a key that names a secret ends (Rule.keyed): `db_password = …`, `"apiKey": "…"`
     # (the value is on the key's line: after an empty `PASSWORD=` the next line is another setting)
     _rule("password", r"""["']?\s*+(?::=|=>|[:=])[ \t]*+""" + _ASSIGNED, check_value=True),
@@ -201,6 +221,12 @@ _NEEDLES: dict[str, tuple[str, ...]] = {
     # (a needle of ":" alone would send every JSON payload through every rule: a pgpass line is
     # caught where the text names the file, or on PostgreSQL's port or a wildcard field)
     "pgpass_password": ("pgpass", ":5432:", ":*:"),
+    "docker_pat": ("dckr_pat_",),
+    "age_secret_key": ("age-secret-key-1",),
+    "docker_password": ("docker",),
+    "redis_password": ("redis-cli",),
+    "htpasswd_password": ("htpasswd",),
+    "kubeadm_token": ("--token", "--discovery-token", "--tls-bootstrap-token", "--certificate-key"),
 }
 _ANCHORS = {"password": linear_re.compile(r"pass|pwd|secret|key|token|credential")}
 BUILTIN = tuple(replace(rule, needles=_NEEDLES.get(rule.name, ()), anchor=_ANCHORS.get(rule.name),
@@ -224,6 +250,10 @@ _WORDS = frozenset(
 )
 _PATH = linear_re.compile(r"^(?:\.{0,2}/|~/|[A-Za-z]:\\)|\.(?:json|ya?ml|txt|pem|key|env|toml|ini|conf|cfg)$")
 _CODE = linear_re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_]*)(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(.*)?$")
+# a reference in Rust, C or Go code (`token: &str`, `&mut self`, `*const u8`), not a literal
+_REFERENCE = linear_re.compile(r"^(?:&(?:'[a-z_]++[ \t]*+)?(?:mut)?|\*(?:const|mut)?)[A-Za-z_\[]")
+# a passphrase of capitalised words (`CorrectHorseBatteryStaple`): letters only, yet a secret
+_PASSPHRASE = linear_re.compile(r"^(?:[A-Z][a-z]{2,12}+){3,8}+$")
 
 
 _KEY_WORD = linear_re.compile(rf"(?i:{_KEY_WORDS})")
@@ -260,6 +290,10 @@ def plausible_assigned_secret(value: str, *, quoted: bool) -> bool:
         return " " not in value or not _PROSE.search(value)  # a passphrase, not a prompt or a message
     if value.isdigit():
         return len(value) >= 8  # ports, sizes and counts; a numeric password is rarely shorter
+    if _REFERENCE.match(value):
+        return False
+    if _PASSPHRASE.match(value) and len(value) >= 12 and not _KEY_WORD.search(value):
+        return True  # (a class name that holds a key word, `SecretManagerClient`, is code)
     if _CODE.match(value) and (not any(ch.isdigit() for ch in value) or _names_a_secret(value)):
         return False  # an identifier, attribute or call: code, not a literal
     return any(ch.isdigit() for ch in value) or any(ch in "!@#$%^&*+/=~-" for ch in value)

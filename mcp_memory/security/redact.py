@@ -46,7 +46,9 @@ _NAME = linear_re.compile(r"^[a-z][a-z0-9_]{0,40}$")
 _HINT = linear_re.compile(r"=|:|-----|A(?:[BCGIKNPRS][A-Z]A|Iza)|GOCSPX|SG\.|m(?:mt\.|achine|ysql|ariadb)|"
                    r"g(?:h[pousr]_|ithub_pat_|l[a-z]+-)|"
                    r"sk[-_]|rk_|x(?:ox|app)|whsec_|ya29\.|npm_|p(?:ypi-|assword\s)|hf_|eyJ|[Bb](?i:earer)|"
-                   r"s(?:shpass|qlplus|qlldr)|expdp|impdp|rman|pgpass")
+                   r"s(?:shpass|qlplus|qlldr)|expdp|impdp|rman|pgpass|"
+                   r"d(?:ckr_pat_|ocker)|AGE-SECRET-KEY-1|redis-cli|htpasswd|--(?:token|discovery-token|"
+                   r"tls-bootstrap-token|certificate-key)")
 
 
 class Redactor:

@@ -64,7 +64,30 @@ def check_projects(projects: list[str] | None, *, archiver: bool) -> list[str]:
     return projects
 
 
-_DURATION = re.compile(r"^[1-9][0-9]{0,8}(ms|s|min|h)$")
+# One spelling of a duration for every flag of `token`: a whole number and a unit. A bare "m" is
+# refused rather than guessed (minutes or months?); PostgreSQL's own "min" is the minute.
+_SPAN = re.compile(r"^([0-9]{1,9})(ms|s|min|h|d)$")
+_UNITS = {"ms": timedelta(milliseconds=1), "s": timedelta(seconds=1), "min": timedelta(minutes=1),
+          "h": timedelta(hours=1), "d": timedelta(days=1)}
+# The longest timeout PostgreSQL takes (an int of milliseconds).
+_PG_TIMEOUT_MAX = timedelta(milliseconds=2**31 - 1)
+
+
+def parse_duration(value: str, *, flag: str, units: tuple[str, ...], example: str,
+                   least: timedelta, most: timedelta, most_text: str) -> timedelta:
+    """`value` (e.g. "9s", "90min") as a timedelta from `least` to `most`, else Invalid naming `flag`."""
+    text = value.strip() if isinstance(value, str) else ""
+    match = _SPAN.match(text)
+    if not match or match.group(2) not in units:
+        hint = "; write min for minutes" if re.fullmatch(r"[0-9]+\s*m", text) else ""
+        raise Invalid(f"{flag} must be a whole number followed by {', '.join(units[:-1])} or {units[-1]}, "
+                      f"such as {example} (got {value!r}{hint})")
+    delta = int(match.group(1)) * _UNITS[match.group(2)]
+    if delta < least:
+        raise Invalid(f"{flag} must be more than 0 (got {value!r})")
+    if delta > most:
+        raise Invalid(f"{flag} must be at most {most_text} (got {value!r})")
+    return delta
 
 
 def check_limits(*, connections: int | None = None, statement_timeout: str | None = None,
@@ -75,28 +98,22 @@ def check_limits(*, connections: int | None = None, statement_timeout: str | Non
         raise Invalid("--connection-limit must be a whole number from 1 to 10000")
     for flag, value in (("--statement-timeout", statement_timeout), ("--idle-timeout", idle_timeout),
                         ("--lock-timeout", lock_timeout)):
-        if value is not None and not _DURATION.match(value):
-            raise Invalid(f"{flag} must be a duration such as 500ms, 30s, 10min or 2h (got {value!r})")
+        if value is not None:  # passed to PostgreSQL as written: its units, within its range
+            parse_duration(value, flag=flag, units=("ms", "s", "min", "h", "d"), example="500ms, 30s, 10min or 2h",
+                           least=timedelta(milliseconds=1), most=_PG_TIMEOUT_MAX, most_text="24d")
     return TokenLimits(connections=connections or defaults.connections,
-                       statement_timeout=statement_timeout or defaults.statement_timeout,
-                       idle_in_transaction_timeout=idle_timeout or defaults.idle_in_transaction_timeout,
-                       lock_timeout=lock_timeout or defaults.lock_timeout)
-
-
-_EXPIRES = re.compile(r"^([1-9][0-9]{0,5})(min|h|d)$")
+                       statement_timeout=statement_timeout.strip() if statement_timeout else defaults.statement_timeout,
+                       idle_in_transaction_timeout=idle_timeout.strip() if idle_timeout
+                       else defaults.idle_in_transaction_timeout,
+                       lock_timeout=lock_timeout.strip() if lock_timeout else defaults.lock_timeout)
 
 
 def check_expires(value: str | None) -> datetime | None:
-    """`--expires 30d` (min, h or d) → the moment the token stops working (UTC)."""
+    """`--expires 9s` (s, min, h or d) → the moment the token stops working (UTC)."""
     if value is None:
         return None
-    match = _EXPIRES.match(value.strip())
-    if not match:
-        raise Invalid(f"--expires must be a duration such as 90min, 12h or 30d (got {value!r})")
-    amount, unit = int(match.group(1)), match.group(2)
-    delta = {"min": timedelta(minutes=amount), "h": timedelta(hours=amount), "d": timedelta(days=amount)}[unit]
-    if delta > timedelta(days=3650):
-        raise Invalid("--expires must be at most 3650 days")
+    delta = parse_duration(value, flag="--expires", units=("s", "min", "h", "d"), example="9s, 90min, 12h or 30d",
+                           least=timedelta(seconds=1), most=timedelta(days=3650), most_text="3650d")
     return datetime.now(UTC) + delta
 
 
@@ -198,19 +215,10 @@ class RotatedToken:
     grace_until: datetime
 
 
-_GRACE = re.compile(r"^(0|[1-9][0-9]{0,5})(s|min|h|d)$")
-
-
 def check_grace(value: str) -> timedelta:
-    match = _GRACE.match(value.strip())
-    if not match:
-        raise Invalid(f"--grace must be a duration such as 0s, 15min, 1h or 2d (got {value!r})")
-    amount, unit = int(match.group(1)), match.group(2)
-    delta = {"s": timedelta(seconds=amount), "min": timedelta(minutes=amount), "h": timedelta(hours=amount),
-             "d": timedelta(days=amount)}[unit]
-    if delta > timedelta(days=30):
-        raise Invalid("--grace must be at most 30 days")
-    return delta
+    """`--grace 15min` (s, min, h or d; 0s ends the old token at once) → how long it still works."""
+    return parse_duration(value, flag="--grace", units=("s", "min", "h", "d"), example="0s, 15min, 1h or 2d",
+                          least=timedelta(0), most=timedelta(days=30), most_text="30d")
 
 
 def rotate(db: Database, name: str, *, grace: timedelta, expires: datetime | None = None) -> RotatedToken:

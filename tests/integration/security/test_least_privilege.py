@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
+import time
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psycopg
@@ -350,6 +353,47 @@ def test_an_expired_token_is_forbidden_everywhere(make_token, owner_db, settings
     for bad in ("0d", "forever", "4000d"):
         with pytest.raises(Invalid, match="--expires"):
             tokens.check_expires(bad)
+
+
+def test_a_token_made_with_expires_9s_works_then_is_forbidden(owner_db, settings, rest_server_for, profile,
+                                                               capsys, monkeypatch, tmp_path) -> None:
+    """`token create --expires 9s` (issue 43): seconds are a duration too, and the token really ends."""
+    name = f"mmtest_exp9_{__import__('uuid').uuid4().hex[:8]}"
+    server = rest_server_for(settings)  # started first: its start-up takes nothing from the token's 9 s
+    for key, value in profile.items():
+        monkeypatch.setenv(key, value)
+    try:
+        before = datetime.now(UTC)
+        assert main(["--dsn", settings.dsn, "token", "create", "--name", name, "--project", "A",
+                     "--expires", "9s", "--json"]) == 0
+        made = json.loads(capsys.readouterr().out)
+        until = datetime.fromisoformat(made["expires"])
+        assert before + timedelta(seconds=9) <= until <= datetime.now(UTC) + timedelta(seconds=9)
+        created = tokens.CreatedToken(name=name, role=made["role"], token=made["token"], dsn=made["dsn"],
+                                      projects=["A"], read_only=False, archiver=False)
+        with connect_as(created) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+        assert server.call("GET", "/v1/sessions", token=created.token).status == 200
+        assert datetime.now(UTC) < until  # so the two checks above ran while the token was valid
+        time.sleep((until - datetime.now(UTC)).total_seconds() + 1)
+        with pytest.raises(psycopg.OperationalError):
+            connect_as(created)
+        svc = token_service(settings, created)
+        try:
+            with pytest.raises(Forbidden, match="expired"):
+                svc.create_session("A")
+        finally:
+            svc.db.close()
+        reply = server.call("GET", "/v1/sessions", token=created.token)
+        assert reply.status == 401 and reply.body["error"]["code"] == "forbidden"
+        host = {**profile, "MCP_MEMORY_HOME": str(tmp_path / "host"),
+                "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"}
+        logged = subprocess.run([sys.executable, "-m", "mcp_memory", "login", "--dsn", made["dsn"], "--token-stdin"],
+                                input=created.token + "\n", env=host, capture_output=True, text=True, timeout=120)
+        assert logged.returncode == 1 and "[forbidden]" in logged.stderr, logged.stderr
+        assert not (tmp_path / "host" / "mcp-memory" / "credentials.json").exists()  # nothing stored
+    finally:
+        tokens.revoke(owner_db, name)
 
 
 @pytest.fixture
