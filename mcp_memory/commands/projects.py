@@ -65,7 +65,8 @@ def run_projects(settings: Settings, args: argparse.Namespace) -> int:
     if args.projects_command == "show":
         folder = os.path.abspath(os.path.expanduser(args.folder or os.getcwd()))
         resolved = projects.resolve(folder, mapping=settings.raw.get("projects"))
-        data = {"folder": folder, "project": resolved.project, "rule": resolved.rule, "source": resolved.source}
+        data = {"folder": folder, "project": resolved.project, "rule": resolved.rule, "source": resolved.source,
+                "ignored": list(resolved.ignored)}  # each refused project file also has a warning on stderr
         if args.json:
             print_json(data)
         else:
