@@ -108,8 +108,8 @@ def _capture_check(settings: Settings) -> Check:
                      warning=bool(spooled))
     if last.get("code") == "forbidden":
         return Check("capture", False, f"the last hook run ({last.get('at')}) was refused: {last.get('error')} — "
-                     "nothing was stored or spooled; the next run after `mcp-memory login` with a valid token "
-                     "reads the same turns again" + waiting)
+                     "what it read waits in the spool; the next run after `mcp-memory login` with a valid token "
+                     "delivers it" + waiting)
     return Check("capture", True, f"the last hook run ({last.get('at')}) failed: [{last.get('code')}] "
                  f"{last.get('error')} (see sync.log)" + waiting, warning=True)
 
