@@ -60,7 +60,7 @@ def capture(
     try:
         with open_service() as svc, reporting(svc, spool):
             deliver(svc, spool, result)
-            stored = store_sessions(svc, sessions, project_id=project)
+            stored = store_sessions(svc, sessions, project_id=project, whole=False)
             for neutral, imported in zip(sessions, stored, strict=True):
                 if imported.error is None:
                     result.sessions.append(imported)
@@ -85,7 +85,7 @@ def deliver(svc: Service, spool: Spool, result: Captured) -> None:
     """Store what the spool holds, oldest first; what the database refuses again stays, with the new
     reason (a project mapped since then resolves anew: spooled sessions keep their own folder)."""
     for pending in spool.pending():
-        stored = store_sessions(svc, pending.sessions, project_id=pending.project)
+        stored = store_sessions(svc, pending.sessions, project_id=pending.project, whole=False)
         result.sessions.extend(r for r in stored if r.error is None)
         refused = [(s, r) for s, r in zip(pending.sessions, stored, strict=True) if r.error is not None]
         result.kept.extend(r for _, r in refused)
