@@ -1,7 +1,7 @@
 """Work that could not be stored, kept on disk until a later run delivers it.
 
 A capture hook must finish in time even when the database is frozen or down, and must not drop a
-session the database refused (a project this token may not write, a project file with a bad name):
+session the database refused (a project this token may not write, a revoked token):
 what it could not store is written here with the reason (one JSON file per failed run, written to a
 temporary name and renamed, so a killed run leaves no half file). The next run delivers the oldest
 files first; a file whose sessions are stored is removed, one whose sessions are refused again is
@@ -14,14 +14,42 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .errors import Invalid
+from .jsoncheck import check_shape
 from .schema import MessageIn, NeutralSession
 
 log = logging.getLogger(__name__)
+
+MAX_BYTES = 256 * 1024 * 1024  # a spool file holds one run's capture; a bigger one is set aside unread
+MAX_DEPTH = 200  # of the JSON: a message is a few levels below the file's own; deeper is not ours
+UNREADABLE = ".unreadable"  # suffix of a file set aside; `<that name>.reason` says why
+# What reading a damaged or hand-edited file can raise: no JSON, not UTF-8, a message the schema
+# refuses (pydantic's ValidationError is a ValueError), missing keys, wrong types, or nesting the
+# shape check let through that a parser still cannot take.
+_BAD_FILE = (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError, Invalid)
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """A spool file set aside: kept for the user, never delivered, listed with its reason."""
+
+    path: Path
+    reason: str
+
+    @property
+    def name(self) -> str:
+        return self.path.name.removesuffix(UNREADABLE).removesuffix(".json")
+
+    def drop(self) -> None:
+        self.path.unlink(missing_ok=True)
+        _reason_file(self.path).unlink(missing_ok=True)
 
 
 class Spool:
@@ -37,18 +65,24 @@ class Spool:
         _write(self.folder / f"{time.time_ns()}-{uuid.uuid4().hex[:8]}.json", sessions, project=project, reason=reason)
 
     def pending(self) -> list[SpoolFile]:
-        """The files waiting, oldest first. A file that cannot be read (damaged, edited by hand) is
-        renamed to `<name>.unreadable`, kept for the user and logged, and never blocks the others."""
+        """The files waiting, oldest first. A file that cannot be read (damaged, edited by hand, too
+        big, nested too deep) is renamed to `<name>.unreadable` with the reason beside it, kept for
+        the user and logged, and never blocks the others."""
         if not self.folder.is_dir():
             return []
         files = []
         for path in sorted(self.folder.glob("[0-9]*.json")):
             try:
                 files.append(SpoolFile(path))
-            except (OSError, ValueError, KeyError, TypeError) as exc:
-                log.warning("spool file %s cannot be read (%s); kept as %s.unreadable", path, exc, path.name)
-                path.replace(path.with_name(path.name + ".unreadable"))
+            except _BAD_FILE as exc:
+                _set_aside(path, _why(exc))
         return files
+
+    def unreadable(self) -> list[Unreadable]:
+        """The files set aside, oldest first, each with the reason it could not be read."""
+        if not self.folder.is_dir():
+            return []
+        return [Unreadable(p, _read_reason(p)) for p in sorted(self.folder.glob(f"[0-9]*.json{UNREADABLE}"))]
 
     def count(self) -> int:
         return len(self.pending())
@@ -57,10 +91,13 @@ class Spool:
 class SpoolFile:
     def __init__(self, path: Path) -> None:
         self.path = path
-        data = json.loads(path.read_text())
-        self.project: str | None = data.get("project")
-        self.reason: str = data.get("reason") or "the database was unreachable"
-        self.sessions = [_load(s) for s in data["sessions"]]
+        data = _read(path)
+        project, reason, sessions = data.get("project"), data.get("reason"), data["sessions"]
+        if not isinstance(project, str | None) or not isinstance(reason, str | None) or not isinstance(sessions, list):
+            raise TypeError("project and reason must be text, sessions a list")
+        self.project: str | None = project
+        self.reason: str = reason or "the database was unreachable"
+        self.sessions = [_load(s) for s in sessions]
 
     @property
     def name(self) -> str:
@@ -83,6 +120,48 @@ class SpoolFile:
         self.sessions, self.reason = sessions, reason
 
 
+def _read(path: Path) -> dict[str, Any]:
+    """The file's JSON object, bounded: its size is checked before it is read and its nesting
+    before it is parsed (a file of 100,000 nested lists would exhaust the parser's stack)."""
+    with path.open("rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size > MAX_BYTES:
+            raise ValueError(f"{size} bytes, more than a spool file holds ({MAX_BYTES})")
+        raw = fh.read(MAX_BYTES + 1)
+    check_shape(raw, max_depth=MAX_DEPTH, max_values=sys.maxsize, what="the spool file")
+    data = json.loads(raw)
+    if not isinstance(data, dict):
+        raise TypeError("not a JSON object")
+    return data
+
+
+def _why(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())[:300] or type(exc).__name__
+    return text if isinstance(exc, OSError | Invalid) else f"{type(exc).__name__}: {text}"
+
+
+def _set_aside(path: Path, reason: str) -> None:
+    kept = path.with_name(path.name + UNREADABLE)
+    log.warning("spool file %s cannot be read (%s); kept as %s, not delivered", path, reason, kept.name)
+    try:
+        _reason_file(kept).write_text(reason + "\n", encoding="utf-8")
+        path.replace(kept)
+    except OSError as exc:  # a read-only folder: it stays unread under its name, the others go on
+        log.warning("spool file %s could not be set aside: %s", path, exc)
+
+
+def _reason_file(kept: Path) -> Path:
+    return kept.with_name(kept.name + ".reason")
+
+
+def _read_reason(kept: Path) -> str:
+    try:
+        with _reason_file(kept).open("rb") as fh:
+            return fh.read(1000).decode("utf-8", errors="replace").strip() or "unknown"
+    except OSError:
+        return "unknown (set aside by an earlier version)"
+
+
 def _write(path: Path, sessions: list[NeutralSession], *, project: str | None, reason: str) -> None:
     data = {"project": project, "reason": reason, "sessions": [_dump(s) for s in sessions]}
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
@@ -99,6 +178,9 @@ def _dump(session: NeutralSession) -> dict[str, Any]:
 
 
 def _load(data: dict[str, Any]) -> NeutralSession:
+    if not (isinstance(data.get("agent"), str) and isinstance(data.get("native_id"), str)
+            and isinstance(data.get("meta") or {}, dict) and isinstance(data.get("messages"), list)):
+        raise TypeError("a session needs agent and native_id (text), meta (an object) and messages (a list)")
     return NeutralSession(agent=data["agent"], native_id=data["native_id"], meta=data.get("meta") or {},
                           parent_native_id=data.get("parent_native_id"),
                           parent_tool_call_id=data.get("parent_tool_call_id"),

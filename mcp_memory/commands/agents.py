@@ -79,9 +79,21 @@ def handlers() -> dict[str, Callable[..., int]]:
 def import_(settings: Settings, args: argparse.Namespace) -> int:
     from ..core.transfers import import_paths
 
-    with service(settings) as svc:
-        result = import_paths(svc, args.agent, [p.expanduser() for p in args.paths], project_id=args.project,
-                              on_progress=lambda done, total: progress(done, total, "importing"))
+    stored = [0, 0]  # sessions stored whole, of how many
+
+    def advance(done: int, total: int) -> None:
+        stored[:] = [done, total]
+        progress(done, total, "importing")
+
+    try:
+        with service(settings) as svc:
+            result = import_paths(svc, args.agent, [p.expanduser() for p in args.paths], project_id=args.project,
+                                  on_progress=advance)
+    except KeyboardInterrupt:  # each session is stored whole (core/imports.py): say what that leaves
+        print(f"\nmcp-memory import: interrupted; {stored[0]} session(s) done"
+              + (f" of {stored[1]}" if stored[1] else "") + ", nothing of the one in progress was written; "
+              "run the same import again to store the rest (what is stored is not stored twice)", file=sys.stderr)
+        return 130
     if result.skipped:  # files of another agent, or sessions with nothing in them: stored nothing
         names = result.skipped
         print(f"skipped {len(names)} session(s) with no {agents.get(args.agent).display_name} messages: "

@@ -56,7 +56,7 @@ LAST_RUN = "sync-last.json"  # the outcome of the last hook run, for `doctor`
 
 def _record_outcome(settings: Settings, exc: BaseException | None) -> None:
     """What the last hook run did: `doctor` reports a refused credential (a revoked or expired token:
-    nothing was stored or spooled, the hook reads the same turns again once a valid token is stored)."""
+    nothing was stored, what was read waits in the spool until a valid token is stored)."""
     state = {"at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "ok": exc is None,
              "code": exc.code if isinstance(exc, McpMemoryError) else (None if exc is None else "internal"),
              "error": None if exc is None else (str(exc) if isinstance(exc, McpMemoryError) else type(exc).__name__)}

@@ -90,11 +90,15 @@ def _capture_check(settings: Settings) -> Check:
     from ..spool import Spool
     from .capture import LAST_RUN
 
-    pending = Spool(settings.data_dir / "spool").pending()
-    spooled = len(pending)
+    spool = Spool(settings.data_dir / "spool")
+    pending, unreadable = spool.pending(), spool.unreadable()
+    spooled = len(pending) + len(unreadable)
     reasons = sorted({p.reason for p in pending})
     waiting = (f"; {sum(len(p.sessions) for p in pending)} captured session(s) wait in the spool "
                f"({'; '.join(reasons[:3])}) — `mcp-memory spool list` shows them" if pending else "")
+    if unreadable:
+        waiting += (f"; {len(unreadable)} spool file(s) cannot be read and are never delivered "
+                    f"({unreadable[0].name}: {unreadable[0].reason}) — `mcp-memory spool list` shows them")
     try:
         last = json.loads((settings.data_dir / LAST_RUN).read_text())
     except (OSError, ValueError):
@@ -104,8 +108,8 @@ def _capture_check(settings: Settings) -> Check:
                      warning=bool(spooled))
     if last.get("code") == "forbidden":
         return Check("capture", False, f"the last hook run ({last.get('at')}) was refused: {last.get('error')} — "
-                     "nothing was stored or spooled; the next run after `mcp-memory login` with a valid token "
-                     "reads the same turns again" + waiting)
+                     "what it read waits in the spool; the next run after `mcp-memory login` with a valid token "
+                     "delivers it" + waiting)
     return Check("capture", True, f"the last hook run ({last.get('at')}) failed: [{last.get('code')}] "
                  f"{last.get('error')} (see sync.log)" + waiting, warning=True)
 

@@ -65,7 +65,8 @@ def run_projects(settings: Settings, args: argparse.Namespace) -> int:
     if args.projects_command == "show":
         folder = os.path.abspath(os.path.expanduser(args.folder or os.getcwd()))
         resolved = projects.resolve(folder, mapping=settings.raw.get("projects"))
-        data = {"folder": folder, "project": resolved.project, "rule": resolved.rule, "source": resolved.source}
+        data = {"folder": folder, "project": resolved.project, "rule": resolved.rule, "source": resolved.source,
+                "ignored": list(resolved.ignored)}  # each refused project file also has a warning on stderr
         if args.json:
             print_json(data)
         else:
@@ -116,24 +117,43 @@ def run_spool(settings: Settings, args: argparse.Namespace) -> int:
             _print_delivery(result)
         return 1 if target.path.exists() else 0  # the others may still wait: their own reasons
     if args.spool_command == "drop":
-        found = [_named(spool, args.name)]
-        found[0].delivered()
-        if args.json:
-            print_json({"dropped": args.name, "sessions": len(found[0].sessions)})
-        else:
-            print(f"dropped {args.name} ({len(found[0].sessions)} session(s), not stored)")
-        return 0
+        return _drop(spool, args.name, as_json=args.json)
+    return _list(settings, spool, as_json=args.json)
+
+
+def _list(settings: Settings, spool: Spool, *, as_json: bool) -> int:
     entries = [_entry(settings, p) for p in spool.pending()]
-    if args.json:
-        print_json({"files": entries})
+    unreadable = [{"name": u.name, "reason": u.reason, "file": str(u.path)} for u in spool.unreadable()]
+    if as_json:
+        print_json({"files": entries, "unreadable": unreadable})
         return 0
-    if not entries:
+    if not entries and not unreadable:
         print("the spool is empty")
     for entry in entries:
         print(f"{entry['name']}: {entry['reason']}")
         for s in entry["sessions"]:
             print(f"    {s['agent']} {s['native_id']}: {s['messages']} message(s) from {s['cwd'] or '?'} "
                   f"→ {s['project'] or '?'} ({s['rule']})")
+    for u in unreadable:
+        print(f"{u['name']}: unreadable, never delivered ({u['reason']}); kept as {u['file']} "
+              f"(`mcp-memory spool drop {u['name']}` deletes it)")
+    return 0
+
+
+def _drop(spool: Spool, name: str, *, as_json: bool) -> int:
+    """Delete one waiting file, or one set aside as unreadable."""
+    kept = next((u for u in spool.unreadable() if u.name == name), None)
+    if kept is not None:
+        kept.drop()
+        sessions: int | None = None
+    else:
+        found = _named(spool, name)
+        found.delivered()
+        sessions = len(found.sessions)
+    if as_json:
+        print_json({"dropped": name, "sessions": sessions})
+    else:
+        print(f"dropped {name} (" + ("unreadable" if sessions is None else f"{sessions} session(s)") + ", not stored)")
     return 0
 
 

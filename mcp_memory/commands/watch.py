@@ -110,8 +110,8 @@ def capture_round(settings: Settings, args: argparse.Namespace) -> bool:
             print(f"{r.native_id} → {r.session_id}: {r.new} new" + (f" (error: {r.error})" if r.error else ""),
                   flush=True)
     if result.spooled:
-        print(f"mcp-memory watch: database unreachable, {result.spooled} session(s) spooled", file=sys.stderr,
-              flush=True)
+        print(f"mcp-memory watch: {result.spooled} spool file(s) wait to be stored (`mcp-memory spool list` says why)",
+              file=sys.stderr, flush=True)
     return not result.spooled and not any(r.error for r in result.sessions)
 
 

@@ -5,8 +5,10 @@ reads only what is new since the cursor this machine kept for it (a small file u
 folder). What cannot be stored now is spooled (spool.py) with the reason — the database is
 unreachable, or it refused the session (most often: its project, core/projects.py, is not one this
 token may write) — and delivered by a later run, before anything new; the cursor moves on either
-way, so nothing is read twice and nothing is dropped. A refused credential (revoked, expired)
-stores, spools and moves nothing.
+way, so nothing is read twice and nothing is dropped. A refused credential (revoked, expired) is
+no outage, but what was read is kept the same way, with the `[forbidden]` reason, and the run
+still fails with it (the hook says so, `doctor` reports it): the first run with a valid token
+delivers it.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import agents
 from ..config import Settings
-from ..errors import Invalid, Unavailable
+from ..errors import Invalid, Unauthorized, Unavailable
 from ..host_report import report_spool
 from ..results import Imported
 from ..spool import Spool
@@ -58,7 +60,7 @@ def capture(
     try:
         with open_service() as svc, reporting(svc, spool):
             deliver(svc, spool, result)
-            stored = store_sessions(svc, sessions, project_id=project)
+            stored = store_sessions(svc, sessions, project_id=project, whole=False)
             for neutral, imported in zip(sessions, stored, strict=True):
                 if imported.error is None:
                     result.sessions.append(imported)
@@ -68,6 +70,12 @@ def capture(
     except Unavailable as exc:
         spool.add(sessions, project=project, reason=f"the database was unreachable: {exc}")
         log.warning("database unreachable, %d session(s) spooled for the next sync: %s", len(sessions), exc)
+    except Unauthorized as exc:  # kept (appends are idempotent: what was stored before it is a duplicate then)
+        spool.add(sessions, project=project, reason=exc.render())
+        save_cursor(settings, target.key, cursor)
+        waiting = spool.count()
+        raise Unauthorized(f"{exc}; {len(sessions)} session(s) read now kept in the spool ({waiting} file(s) wait), "
+                           "delivered by the next run once a valid token is set (`mcp-memory login`)") from exc
     save_cursor(settings, target.key, cursor)
     result.spooled = spool.count()
     return result
@@ -77,7 +85,7 @@ def deliver(svc: Service, spool: Spool, result: Captured) -> None:
     """Store what the spool holds, oldest first; what the database refuses again stays, with the new
     reason (a project mapped since then resolves anew: spooled sessions keep their own folder)."""
     for pending in spool.pending():
-        stored = store_sessions(svc, pending.sessions, project_id=pending.project)
+        stored = store_sessions(svc, pending.sessions, project_id=pending.project, whole=False)
         result.sessions.extend(r for r in stored if r.error is None)
         refused = [(s, r) for s, r in zip(pending.sessions, stored, strict=True) if r.error is not None]
         result.kept.extend(r for _, r in refused)
@@ -88,10 +96,11 @@ def deliver(svc: Service, spool: Spool, result: Captured) -> None:
 def reporting(svc: Service, spool: Spool) -> Iterator[None]:
     """Report what the spool still holds to the database once the run is over (for /metrics), also
     when delivering failed on something else than the database being away (a spool file that
-    cannot be read stays, and the report says so); never when the database is unreachable."""
+    cannot be read stays, and the report says so); never when the database is unreachable or
+    refused the login (the report could not be written either)."""
     try:
         yield
-    except Unavailable:
+    except (Unavailable, Unauthorized):
         raise
     except BaseException:
         report_spool(svc.db, spool.folder)

@@ -3,6 +3,12 @@
 Importing the same native session again adds nothing: the session id derives from (project, agent,
 native id) and every message's append_id from its native id, so each append is a duplicate.
 
+An import stores each session whole: the session row and all its messages in one transaction, so
+an import interrupted (Ctrl-C, a lost connection) leaves no empty or partial session, and running it
+again stores what was not stored. Capture (`whole=False`, core/capture.py) appends batch by batch,
+each within the call deadline: a hook must never wait long, and what it misses is stored by the next
+run anyway.
+
 Relays (README.md, "Relays"): a native session that `export` wrote from a stored session, and that
 was continued in the target agent, becomes a fork of the source at the exported seq, in the source's
 project, storing only the messages the export did not carry. The first capture must show the whole
@@ -17,12 +23,16 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import psycopg
+
 from .. import scaffolding
 from ..errors import Conflict, Invalid, McpMemoryError, Unauthorized, Unavailable
 from ..results import AppendManyResult, Imported
 from ..schema import MessageIn, NeutralSession
 from ..store.core_store import Store
+from ..store.db import translate_errors
 from ..store.imports_store import Relay, ensure_session, find_relays, fork_for_relay, record_relay
+from . import messages as messages_core
 from . import projects
 
 if TYPE_CHECKING:
@@ -39,10 +49,11 @@ def imported_session_id(project_id: str, agent: str, native_id: str) -> str:
 
 def store_sessions(
     service: Service, sessions: list[NeutralSession], *, project_id: str | None,
-    on_progress: Callable[[int, int], None] | None = None,
+    on_progress: Callable[[int, int], None] | None = None, whole: bool = True,
 ) -> list[Imported]:
     """Store each session (parents before their sub-agent sessions); one failure does not stop the rest.
-    Results come back in the order of `sessions`."""
+    Results come back in the order of `sessions`. `whole`: each session in one transaction (see the
+    module docstring)."""
     ids: dict[str, str] = {}
     results: dict[int, Imported] = {}
     order = sorted(range(len(sessions)), key=lambda i: sessions[i].parent_native_id is not None)
@@ -60,10 +71,10 @@ def store_sessions(
                 result.session_id = imported_session_id(relay.project_id, neutral.agent, neutral.native_id)
                 result.project_id, result.project_rule = relay.project_id, "relay"
                 ids[neutral.native_id] = result.session_id
-                _store_relayed(service, neutral, relay, result)
+                _store_relayed(service, neutral, relay, result, whole=whole)
             else:
                 ids[neutral.native_id] = sid
-                _store(service, neutral, sid, project, ids.get(neutral.parent_native_id or ""), result)
+                _store(service, neutral, sid, project, ids.get(neutral.parent_native_id or ""), result, whole=whole)
         except (Unavailable, Unauthorized):
             raise  # the caller decides: fail, or spool for later (sync); a refused credential fails them all
         except McpMemoryError as exc:
@@ -82,43 +93,75 @@ def project_for(service: Service, neutral: NeutralSession, explicit: str | None)
                             session_project=named)
 
 
+Append = Callable[[list[MessageIn]], AppendManyResult]
+
+
+def _write(service: Service, session_id: str, messages: list[MessageIn], result: Imported, *, whole: bool,
+           create: Callable[[psycopg.Connection], bool]) -> None:
+    """Create the session (`create`: True when it is new) and append its messages: in that same
+    transaction (`whole`, without the call deadline: an import is bulk work its user started), or
+    each batch in a transaction of its own after the session's has committed."""
+    if not whole:
+        with service.db.transaction() as conn:
+            result.created = create(conn)
+        _append_all(lambda batch: service.append_messages(session_id, batch), messages, result)
+        return
+    before = result.new
+    with service.db.transaction(bounded=False) as conn:
+        result.created = create(conn)
+
+        def append(batch: list[MessageIn]) -> AppendManyResult:
+            prepared = messages_core.prepare(batch, max_bytes=service.settings.max_message_bytes,
+                                             cleaner=service.cleaner)
+            with translate_errors(), conn.transaction():  # a savepoint: a conflict undoes this batch only
+                return messages_core.append_in(conn, session_id, prepared)
+
+        _append_all(append, messages, result)
+    if result.new > before:
+        service.indexer.submit(session_id)  # after the commit, as service.append_messages does
+
+
 def _store(service: Service, neutral: NeutralSession, sid: str, project: str, parent_sid: str | None,
-           result: Imported) -> None:
+           result: Imported, *, whole: bool) -> None:
     meta = {**_native_meta(service, neutral, result), "native_id": neutral.native_id, "imported_from": neutral.agent}
     meta.setdefault("agent_source", neutral.agent)
     if neutral.parent_native_id:
         meta["parent"] = {"native_id": neutral.parent_native_id, "tool_call_id": neutral.parent_tool_call_id,
                           "session_id": parent_sid}
     title = meta.get("title") if isinstance(meta.get("title"), str) else None
-    with service.db.transaction() as conn:
-        _, result.created = ensure_session(conn, session_id=sid, project_id=project,
-                                           agent_source=str(meta["agent_source"]), title=title, meta=meta)
-    for start in range(0, len(neutral.messages), BATCH):
-        chunk = neutral.messages[start:start + BATCH]
-        appended = append_marked(service, sid, chunk)
+    def create(conn: psycopg.Connection) -> bool:
+        return ensure_session(conn, session_id=sid, project_id=project, agent_source=str(meta["agent_source"]),
+                              title=title, meta=meta)[1]
+
+    _write(service, sid, neutral.messages, result, whole=whole, create=create)
+
+
+def _append_all(append: Append, messages: list[MessageIn], result: Imported) -> None:
+    for start in range(0, len(messages), BATCH):
+        appended = append_marked(append, messages[start:start + BATCH])
         result.new += appended.duplicates.count(False)
         result.duplicates += appended.duplicates.count(True)
         result.redacted += appended.redacted
 
 
-def append_marked(service: Service, session_id: str, messages: list[MessageIn]) -> AppendManyResult:
+def append_marked(append: Append, messages: list[MessageIn]) -> AppendManyResult:
     """Append, idempotently, messages whose adapter may mark scaffolding (scaffolding.py) that an
     earlier version stored unmarked: importing such a file again must still add nothing. When the
     batch conflicts, each message goes alone, and one that conflicts with its marks goes as it was
     stored then (without them)."""
     try:
-        return service.append_messages(session_id, messages)
+        return append(messages)
     except Conflict:
         if not any(scaffolding.is_marked(m) for m in messages):
             raise
     results = []
     for message in messages:
         try:
-            results.append(service.append_messages(session_id, [message]))
+            results.append(append([message]))
         except Conflict:
             if not scaffolding.is_marked(message):
                 raise
-            results.append(service.append_messages(session_id, [scaffolding.unmarked(message)]))
+            results.append(append([scaffolding.unmarked(message)]))
     return AppendManyResult(seqs=[s for r in results for s in r.seqs],
                             duplicates=[d for r in results for d in r.duplicates],
                             append_ids=[a for r in results for a in r.append_ids],
@@ -181,23 +224,21 @@ def record_export(service: Service, session_id: str, written: list[NeutralSessio
         return record_relay(conn, session_id=session_id, agent=main.agent, native_id=native_id, carried=carried)
 
 
-def _store_relayed(service: Service, neutral: NeutralSession, relay: Relay, result: Imported) -> None:
+def _store_relayed(service: Service, neutral: NeutralSession, relay: Relay, result: Imported, *,
+                   whole: bool) -> None:
     meta = {**_native_meta(service, neutral, result), "native_id": neutral.native_id, "imported_from": neutral.agent,
             "relayed_from": {"session_id": relay.session_id, "snapshot_id": relay.snapshot_id,
                              "seq": relay.up_to_seq}}
     meta.setdefault("agent_source", neutral.agent)
     title = meta.get("title") if isinstance(meta.get("title"), str) else None
-    with service.db.transaction() as conn:
-        _, result.created = fork_for_relay(conn, relay, session_id=result.session_id,
-                                           agent_source=str(meta["agent_source"]), title=title, meta=meta)
     new = continuation(neutral.messages, relay.carried)
     result.duplicates += len(neutral.messages) - len(new)
     result.relayed_from = meta["relayed_from"]
-    for start in range(0, len(new), BATCH):
-        appended = append_marked(service, result.session_id, new[start:start + BATCH])
-        result.new += appended.duplicates.count(False)
-        result.duplicates += appended.duplicates.count(True)
-        result.redacted += appended.redacted
+    def create(conn: psycopg.Connection) -> bool:
+        return fork_for_relay(conn, relay, session_id=result.session_id, agent_source=str(meta["agent_source"]),
+                              title=title, meta=meta)[1]
+
+    _write(service, result.session_id, new, result, whole=whole, create=create)
 
 
 def _native_meta(service: Service, neutral: NeutralSession, result: Imported) -> dict[str, Any]:

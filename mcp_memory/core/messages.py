@@ -162,6 +162,20 @@ def append(db: Database, session_id: str, batch: list[Prepared]) -> AppendManyRe
     )
 
 
+def append_in(conn: Connection, session_id: str, batch: list[Prepared]) -> AppendManyResult:
+    """`append` inside the caller's transaction (an import stores a session and all its messages in
+    one, core/imports.py); the caller submits the session to the search index after its commit."""
+    if len(batch) >= COPY_FROM and copy_allowed(conn):
+        try:
+            with conn.transaction():  # a savepoint: a raced append_id leaves the rest of the transaction
+                return _copy(conn, session_id, batch)
+        except AppendRaced:
+            pass
+    stored = Store(conn).append_many(session_id, [_new(p) for p in batch])
+    return AppendManyResult(seqs=[seq for seq, _ in stored], duplicates=[duplicate for _, duplicate in stored],
+                            append_ids=[p.append_id for p in batch], redacted=sum(p.redacted for p in batch))
+
+
 def _new(item: Prepared, seq: int = 0) -> NewMessage:
     return NewMessage(seq, item.append_id, item.role, item.payload_json, item.digest, item.created_at)
 

@@ -6,8 +6,8 @@ The rules, first match wins (README, "Projects"):
    import_session tool's project_id);
 2. `config`: the config file's `[projects]` table, folder → project; the longest folder that holds
    the session's working folder (`mcp-memory projects map FOLDER PROJECT` writes it);
-3. `file`: a `.mcp-memory-project` file in the working folder or a folder above it, whose first line
-   is the project;
+3. `file`: a `.mcp-memory-project` file in the working folder or a folder above it, whose one line
+   is the project (a cloned repository brings its own: see `_read_project_file` for what is refused);
 4. `session`: the project the native session names itself (a session mcp-memory exported);
 5. `folder`: the name of the git repository's top folder that holds the working folder, else of the
    working folder itself;
@@ -19,17 +19,22 @@ exists here (a session file from another machine names folders of that machine).
 
 from __future__ import annotations
 
+import logging
 import os
+import stat
+import unicodedata
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePath, PurePosixPath, PureWindowsPath
 from typing import Any
 
 from ..errors import Invalid
 from .sessions import check_project
 
+log = logging.getLogger(__name__)
+
 PROJECT_FILE = ".mcp-memory-project"
-FILE_BYTES = 4096  # a project file is one short line; more is not read
+FILE_BYTES = 4096  # a project file is one short line; a bigger one is refused unread
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,7 @@ class Resolved:
     project: str
     rule: str  # flag | config | file | session | folder | default
     source: str | None = None  # the config folder, project file or folder the rule used
+    ignored: tuple[str, ...] = ()  # project files refused on the way, each with the reason
 
 
 def resolve(cwd: Any, *, explicit: str | None = None, mapping: Any = None,
@@ -52,10 +58,16 @@ def resolve(cwd: Any, *, explicit: str | None = None, mapping: Any = None,
         if mapped is not None:
             return mapped
     local = Path(folder) if folder is not None and _exists_here(folder) else None
+    ignored: list[str] = []
     if local is not None:
-        found = _project_file(local)
+        found = _project_file(local, ignored)
         if found is not None:
             return found
+    return replace(_after_file(folder, local, session_project), ignored=tuple(ignored))
+
+
+def _after_file(folder: PurePath | None, local: Path | None, session_project: Any) -> Resolved:
+    """Rules 4 to 6."""
     if isinstance(session_project, str) and session_project.strip():
         return Resolved(_named(session_project[:200], "the session's project"), "session")
     top = _git_top(local) if local is not None else None
@@ -107,19 +119,60 @@ def _exists_here(folder: PurePath) -> bool:
         return False
 
 
-def _project_file(folder: Path) -> Resolved | None:
+def _project_file(folder: Path, ignored: list[str]) -> Resolved | None:
+    """The nearest project file that holds a project. One that is refused is skipped with a warning
+    (also in `ignored`): a folder above may hold a good one, else the next rules decide."""
     for candidate in (folder, *folder.parents):
         path = candidate / PROJECT_FILE
         try:
-            if not path.is_file():
-                continue
-            with open(path, "rb") as fh:
-                head = fh.read(FILE_BYTES)
-        except OSError:
+            project = _read_project_file(path)
+        except FileNotFoundError:
             continue
-        line = head.decode("utf-8", errors="replace").splitlines()[0].strip() if head.strip() else ""
-        return Resolved(_named(line, str(path)), "file", str(path))
+        except (OSError, Invalid) as exc:
+            reason = f"{path} ignored: {exc}"
+            log.warning("project file %s", reason)
+            ignored.append(reason)
+            continue
+        return Resolved(project, "file", str(path), tuple(ignored))
     return None
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # Windows has none: the lstat check below stands alone
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO planted under the name must not block the open
+
+
+def _read_project_file(path: Path) -> str:
+    """The project a file names. A cloned repository brings its own project file, so the file is
+    not trusted: a symbolic link is refused (it could point at any file of the user, whose first
+    line would become a project id stored on the server), as is anything but a regular file of at
+    most FILE_BYTES bytes holding one line of UTF-8 text that passes the project-id rules.
+    FileNotFoundError when there is none; OSError or Invalid, with the reason, when it is refused."""
+    if stat.S_ISLNK(os.lstat(path).st_mode):
+        raise Invalid("it is a symbolic link (a project file must be a regular file)")
+    fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(fd)  # of what was opened: a swap after the lstat changes nothing
+        if not stat.S_ISREG(info.st_mode):
+            raise Invalid("it is not a regular file")
+        if info.st_size > FILE_BYTES:
+            raise Invalid(f"it has {info.st_size} bytes; a project file is one line of at most {FILE_BYTES}")
+        data = os.read(fd, FILE_BYTES + 1)
+    finally:
+        os.close(fd)
+    return _file_project(data)
+
+
+def _file_project(data: bytes) -> str:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Invalid("it is not UTF-8 text") from None
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(lines) != 1:
+        raise Invalid(f"it must hold one line, the project; it holds {len(lines)}")
+    if any(unicodedata.category(c).startswith("C") for c in lines[0]):
+        raise Invalid("its line holds control or unassigned characters")
+    return check_project(lines[0])
 
 
 def _git_top(folder: Path) -> Path:

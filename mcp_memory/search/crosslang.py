@@ -69,20 +69,28 @@ class SortedLines:
     lookup reads a few of them (no dictionary is built in the process)."""
 
     def __init__(self, path: Path) -> None:
+        """Raises ValueError when the file is not a whole lookup file (empty, or cut short: its last
+        line has no newline), so that the caller builds it again."""
         with path.open("rb") as file:
+            if os.fstat(file.fileno()).st_size == 0:
+                raise ValueError(f"lookup file {path} is empty")
             self._map = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+        if self._map[-1:] != b"\n" or self._map.find(b"\t", 0, self._map.find(b"\n")) < 0:
+            self._map.close()
+            raise ValueError(f"lookup file {path} is damaged (cut short or not `key<TAB>value` lines)")
 
     def get(self, key: str) -> list[str]:
         target, data = key.encode(), self._map
         lo, hi = 0, len(data)  # both always at the start of a line (or the end)
-        while lo < hi:
+        while lo < hi:  # each step moves lo up or hi down, whatever the bytes: it ends
             newline = data.rfind(b"\n", lo, (lo + hi) // 2)
             start = lo if newline < 0 else newline + 1
             end = data.find(b"\n", start)
+            end = len(data) if end < 0 else end
             tab = data.find(b"\t", start, end)
-            found = data[start:tab]
-            if found == target:
-                return data[tab + 1 : end].decode().split("|")
+            found = data[start:end if tab < 0 else tab]  # a line without a value matches nothing
+            if found == target and tab >= 0:
+                return data[tab + 1 : end].decode(errors="replace").split("|")
             if found < target:
                 lo = end + 1
             else:
@@ -150,10 +158,19 @@ def lexicon() -> Lexicon | None:
         folder = Path(platformdirs.user_cache_dir("mcp-memory", appauthor=False)) / f"cedict-{version}-{FORMAT}"
         if not ((folder / "zh.tsv").is_file() and (folder / "en.tsv").is_file()):
             _build(folder)
-        return Lexicon(SortedLines(folder / "zh.tsv"), SortedLines(folder / "en.tsv"))
+        try:
+            return _open(folder)
+        except ValueError as exc:  # a file cut short (a full disk, a killed copy): made again, once
+            log.warning("cross-language lookup files are damaged, building them again: %s", exc)
+            _build(folder)
+            return _open(folder)
     except (OSError, ImportError, ValueError) as exc:
         log.warning("cross-language query translation is off: %s", exc)
         return None
+
+
+def _open(folder: Path) -> Lexicon:
+    return Lexicon(SortedLines(folder / "zh.tsv"), SortedLines(folder / "en.tsv"))
 
 
 def translations(text: str) -> list[list[str]]:

@@ -5,6 +5,7 @@ the folder is mapped (`mcp-memory projects map`)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -36,7 +37,7 @@ def test_the_config_maps_the_longest_folder_holding_the_cwd(tmp_path: Path) -> N
 
 
 def test_a_project_file_in_the_folder_or_above(tmp_path: Path) -> None:
-    (tmp_path / projects.PROJECT_FILE).write_text("  payments \nsecond line ignored\n")
+    (tmp_path / projects.PROJECT_FILE).write_text("  payments \n\n")
     inner = tmp_path / "a" / "b"
     inner.mkdir(parents=True)
     resolved = projects.resolve(str(inner), session_project="from-session")
@@ -44,10 +45,74 @@ def test_a_project_file_in_the_folder_or_above(tmp_path: Path) -> None:
     assert resolved.source == str(tmp_path / projects.PROJECT_FILE)
 
 
-def test_a_bad_project_file_is_named(tmp_path: Path) -> None:
-    (tmp_path / projects.PROJECT_FILE).write_text("x" * 500)
-    with pytest.raises(Invalid, match=projects.PROJECT_FILE):
-        projects.resolve(str(tmp_path))
+def test_a_bad_project_file_is_ignored_with_its_reason(tmp_path: Path, caplog) -> None:
+    folder = tmp_path / "shop-api"
+    folder.mkdir()
+    (folder / projects.PROJECT_FILE).write_text("x" * 500)
+    resolved = projects.resolve(str(folder))
+    assert (resolved.project, resolved.rule) == ("shop-api", "folder")
+    assert resolved.ignored and "at most" in resolved.ignored[0] and projects.PROJECT_FILE in resolved.ignored[0]
+    assert "ignored" in caplog.text
+
+
+@pytest.mark.parametrize("plant, reason", [
+    ("symlink", "symbolic link"),
+    ("fifo", "not a regular file"),
+    ("folder", "not a regular file"),
+    ("big", "bytes"),
+    ("two lines", "one line"),
+    ("empty", "one line"),
+    ("binary", "UTF-8"),
+    ("control", "control"),
+])
+def test_a_hostile_project_file_is_refused(tmp_path: Path, plant: str, reason: str) -> None:
+    """A cloned repository brings its own `.mcp-memory-project`: a link to a private file must not
+    turn that file's first line into a project id stored on the server; nothing blocks or is read
+    beyond FILE_BYTES; the next rules decide."""
+    secret = tmp_path / "id_secret"
+    secret.write_text("ghp_THISISASECRETTOKEN1234567890\n")
+    repo = tmp_path / "cloned"
+    (repo / ".git").mkdir(parents=True)
+    path = repo / projects.PROJECT_FILE
+    if plant == "symlink":
+        path.symlink_to(secret)
+    elif plant == "fifo":
+        os.mkfifo(path)  # opening it for reading without O_NONBLOCK would wait for a writer
+    elif plant == "folder":
+        path.mkdir()
+    else:
+        path.write_bytes({"big": b"p" * 100 + b" " * 5000, "two lines": b"alpha\nbeta\n", "empty": b" \n",
+                          "binary": b"\xff\xfeproj", "control": b"proj\x1b[31m"}[plant])
+    (repo / "src").mkdir()
+    resolved = projects.resolve(str(repo / "src"))
+    assert (resolved.project, resolved.rule) == ("cloned", "folder")
+    assert len(resolved.ignored) == 1 and reason in resolved.ignored[0], resolved.ignored
+    assert "ghp_" not in resolved.project
+
+
+def test_a_refused_project_file_leaves_the_one_above(tmp_path: Path) -> None:
+    (tmp_path / projects.PROJECT_FILE).write_text("team\n")
+    repo = tmp_path / "cloned"
+    repo.mkdir()
+    (repo / projects.PROJECT_FILE).symlink_to(tmp_path / projects.PROJECT_FILE)
+    resolved = projects.resolve(str(repo))
+    assert (resolved.project, resolved.rule, resolved.source) == ("team", "file", str(tmp_path / projects.PROJECT_FILE))
+    assert "symbolic link" in resolved.ignored[0]
+
+
+def test_projects_show_says_why_a_project_file_was_ignored(tmp_path: Path) -> None:
+    repo = tmp_path / "cloned"
+    repo.mkdir()
+    (repo / projects.PROJECT_FILE).symlink_to("/etc/hostname")
+    env = {**os.environ, "MCP_MEMORY_HOME": str(tmp_path / "home")}
+    env.pop("MCP_MEMORY_CONFIG", None)
+    shown = subprocess.run([sys.executable, "-m", "mcp_memory", "projects", "show", str(repo), "--json"],
+                           env=env, capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    data = json.loads(shown.stdout)
+    assert (data["project"], data["rule"]) == ("cloned", "folder")
+    assert "symbolic link" in data["ignored"][0]
+    assert "symbolic link" in shown.stderr and projects.PROJECT_FILE in shown.stderr
 
 
 def test_the_sessions_own_project_then_the_git_top_folder(tmp_path: Path) -> None:

@@ -158,8 +158,8 @@ def test_importing_again_what_an_earlier_version_stored_unmarked_adds_nothing(se
                   {"type": "text", "text": "fix it"},
                   {"type": "text", "text": "<skills>x</skills>", "scaffold": "skills"}]),
               MessageIn(append_id="new", role="assistant", content="fixed")]
-    result = append_marked(service, sid, marked)
+    result = append_marked(lambda batch: service.append_messages(sid, batch), marked)
     assert result.duplicates == [True, True, False] and result.seqs == [1, 2, 3]
     with pytest.raises(Conflict, match="different payload"):  # a real difference still conflicts
-        append_marked(service, sid, [MessageIn(append_id="new", role="assistant", content="other",
+        append_marked(lambda batch: service.append_messages(sid, batch), [MessageIn(append_id="new", role="assistant", content="other",
                                                metadata={"scaffold": "other"})])

@@ -3,6 +3,8 @@ which words are looked up, in which direction, and what index terms a translatio
 
 from __future__ import annotations
 
+import pytest
+
 from mcp_memory.search import crosslang
 
 
@@ -63,3 +65,41 @@ def test_no_cache_folder_means_no_translation(tmp_path, monkeypatch, caplog) -> 
         monkeypatch.undo()
         crosslang.lexicon.cache_clear()
     assert crosslang.translations("login proxy")  # back with the real cache folder
+
+
+def test_a_lookup_file_cut_short_is_refused_and_never_loops(tmp_path) -> None:
+    rows = b"a\tA\nlog\tLOG\nz\tZ"  # the last line lost its newline (a copy cut short)
+    path = tmp_path / "cut.tsv"
+    path.write_bytes(rows)
+    with pytest.raises(ValueError, match="damaged"):
+        crosslang.SortedLines(path)
+    (tmp_path / "empty.tsv").write_bytes(b"")
+    with pytest.raises(ValueError, match="empty"):
+        crosslang.SortedLines(tmp_path / "empty.tsv")
+    # Whatever bytes a map holds, a lookup ends: a last line without newline, lines without a tab.
+    for data in (rows, b"a\tA\nno tab here\nz", b"\n\n\n", b"zz\tZ\na\tA\nzz"):
+        lines = object.__new__(crosslang.SortedLines)
+        lines._map = data  # type: ignore[assignment]  # bytes search as a map does
+        for key in ("", "a", "log", "m", "z", "zz", "zzz", "no tab here"):
+            assert isinstance(lines.get(key), list)
+    lines._map = rows  # type: ignore[assignment]
+    assert lines.get("z") == ["Z"] and lines.get("log") == ["LOG"]
+
+
+def test_damaged_lookup_files_are_built_again(tmp_path, monkeypatch, caplog) -> None:
+    import platformdirs
+
+    monkeypatch.setattr(platformdirs, "user_cache_dir", lambda *a, **k: str(tmp_path / "cache"))
+    crosslang.lexicon.cache_clear()
+    try:
+        assert crosslang.translations("login proxy")  # built once
+        folders = list((tmp_path / "cache").iterdir())
+        zh = folders[0] / "zh.tsv"
+        zh.write_bytes(zh.read_bytes()[:5000].rstrip(b"\n"))  # cut mid-line
+        crosslang.lexicon.cache_clear()
+        assert "代理" in flat("login proxy") and flat("发票")  # both directions again
+        assert "lookup files are damaged, building them again" in caplog.text
+        assert zh.read_bytes().endswith(b"\n") and zh.stat().st_size > 5000
+    finally:
+        monkeypatch.undo()
+        crosslang.lexicon.cache_clear()

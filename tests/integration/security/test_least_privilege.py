@@ -290,10 +290,11 @@ def test_a_revoked_token_is_forbidden_not_unavailable(make_token, owner_db, sett
         svc.db.close()
 
 
-def test_a_capture_hook_with_a_revoked_token_says_so_and_spools_nothing(make_token, owner_db, profile,
-                                                                         tmp_path: Path) -> None:
-    """The hook never fails the agent, but a refused credential is not an outage: it is reported on
-    stderr and by `doctor`, nothing is spooled forever, and the turns are read again after a new login."""
+def test_a_capture_hook_with_a_revoked_token_keeps_the_session_in_the_spool(make_token, owner_db, profile,
+                                                                             tmp_path: Path) -> None:
+    """The hook never fails the agent, but a refused credential is not an outage: it is reported in one
+    line on stderr and by `doctor`, what was read waits in the spool with the `[forbidden]` reason,
+    and the first run with a new token delivers it exactly once."""
     import sys
 
     from agent_fixtures import FIXTURES
@@ -304,30 +305,44 @@ def test_a_capture_hook_with_a_revoked_token_says_so_and_spools_nothing(make_tok
     transcript.write_text(source.read_text())
     hook = json.dumps({"hook_event_name": "Stop", "transcript_path": str(transcript), "session_id": "x",
                        "cwd": str(tmp_path)})
-    env = {**profile, "MCP_MEMORY_PASSWORD": created.token}
 
-    def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "mcp_memory", "--dsn", created.dsn, *args], env=env,
+    def run(token, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "mcp_memory", "--dsn", token.dsn, *args],
+                              env={**profile, "MCP_MEMORY_PASSWORD": token.token},
                               capture_output=True, text=True, timeout=120, input=stdin)
 
+    def stored() -> int:
+        with owner_db.connect() as conn:
+            return conn.execute("SELECT count(*) FROM messages WHERE project_id = 's'").fetchone()[0]
+
     tokens.revoke(owner_db, created.role)
-    hooked = run("sync", "claude-code", "--hook", "--project", "s", stdin=hook)
+    hooked = run(created, "sync", "claude-code", "--hook", "--project", "s", stdin=hook)
     assert hooked.returncode == 0 and hooked.stdout == ""  # never fails the agent
-    assert "[forbidden]" in hooked.stderr and "revoked" in hooked.stderr, hooked.stderr
-    spool = Path(profile["MCP_MEMORY_HOME"]) / "mcp-memory" / "spool"
-    assert not list(spool.glob("*.json"))  # nothing waits forever for a token that will never work
-    doctor = run("doctor", "--json")
+    lines = hooked.stderr.strip().splitlines()
+    assert len(lines) == 1 and "[forbidden]" in lines[0] and "revoked" in lines[0], hooked.stderr
+    assert "kept in the spool" in lines[0] and "mcp-memory login" in lines[0]
+    listed = json.loads(run(created, "spool", "list", "--json").stdout)["files"]
+    assert listed and all(f["reason"].startswith("[forbidden]") for f in listed), listed
+    doctor = run(created, "doctor", "--json")
     assert doctor.returncode == 1
     checks = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}
     assert not checks["database"]["ok"] and "revoked" in checks["database"]["detail"]
     assert not checks["capture"]["ok"] and "refused" in checks["capture"]["detail"]
-    renewed = make_token("hook2", ["s"])  # the admin issues a new token; the next run reads the turns again
-    again = subprocess.run([sys.executable, "-m", "mcp_memory", "--dsn", renewed.dsn, "sync", "claude-code", "--hook",
-                            "--project", "s"], env={**profile, "MCP_MEMORY_PASSWORD": renewed.token},
-                           capture_output=True, text=True, timeout=120, input=hook)
+    assert "wait in the spool" in checks["capture"]["detail"]
+    assert stored() == 0
+
+    renewed = make_token("hook2", ["s"])  # the admin issues a new token: the next run delivers what waits
+    again = run(renewed, "sync", "claude-code", "--hook", "--project", "s", stdin=hook)
     assert again.returncode == 0 and again.stderr == "", again.stderr
+    delivered = stored()
+    assert delivered > 0
+    assert json.loads(run(renewed, "spool", "list", "--json").stdout)["files"] == []
+    once_more = run(renewed, "sync", "claude-code", "--hook", "--project", "s", stdin=hook)
+    assert once_more.returncode == 0 and once_more.stderr == "", once_more.stderr
+    assert stored() == delivered  # exactly once: the turns read before are not read again
     with owner_db.connect() as conn:
-        assert conn.execute("SELECT count(*) FROM messages WHERE project_id = 's'").fetchone()[0] > 0
+        dup = conn.execute("SELECT count(*) - count(DISTINCT append_id) FROM messages WHERE project_id = 's'")
+        assert dup.fetchone()[0] == 0
 
 
 def test_an_expired_token_is_forbidden_everywhere(make_token, owner_db, settings, rest_server_for) -> None:
