@@ -6,6 +6,7 @@ bound); afterwards the process must have dropped the half-open sockets and given
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -89,12 +90,11 @@ class Prober:
         self.thread.join(timeout=10)
 
 
-@pytest.fixture
-def served(settings, profile: dict[str, str], tmp_path: Path) -> Iterator[tuple[int, subprocess.Popen]]:
+@contextlib.contextmanager
+def _serve(settings, profile: dict[str, str], tmp_path: Path, config_text: str) -> Iterator[tuple[int, subprocess.Popen]]:
     port = _free_port()
     config = tmp_path / "config.toml"
-    # rate_limit off: the new token's own requests are not what is measured here
-    config.write_text(f"[http]\nheader_seconds = {HEADER_SECONDS}\nrate_limit = 0\n")
+    config.write_text(config_text)
     env = {**profile, "MCP_MEMORY_CONFIG": str(config)}
     argv = [sys.executable, "-m", "mcp_memory", "--dsn", settings.dsn, "serve-http", "--port", str(port), "--as-owner"]
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -117,6 +117,13 @@ def served(settings, profile: dict[str, str], tmp_path: Path) -> Iterator[tuple[
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.communicate(timeout=10)
+
+
+@pytest.fixture
+def served(settings, profile: dict[str, str], tmp_path: Path) -> Iterator[tuple[int, subprocess.Popen]]:
+    # rate_limit off: the new token's own requests are not what is measured here
+    with _serve(settings, profile, tmp_path, f"[http]\nheader_seconds = {HEADER_SECONDS}\nrate_limit = 0\n") as out:
+        yield out
 
 
 def _half_open(port: int, count: int) -> list[socket.socket]:
@@ -230,3 +237,29 @@ def test_serve_http_survives_half_open_sockets_big_bodies_and_a_forged_flood(ser
     assert after <= 1.5 * idle, (idle, after)
     assert served_share >= 0.9, real
     assert set(forged) <= {401, 429}
+
+
+def test_past_the_connection_cap_the_longest_waiting_connection_makes_room(settings, profile, tmp_path) -> None:
+    """max_connections = 50 and 200 sockets that never finish their head (header_seconds far away):
+    the oldest are closed to make room, and /healthz is still answered."""
+    with _serve(settings, profile, tmp_path, "[http]\nmax_connections = 50\nheader_seconds = 600\n") as (port, _):
+        sockets = _half_open(port, 200)
+        try:
+            time.sleep(0.5)
+            assert _status(port, "GET", "/healthz", timeout=5) == 200
+            dropped = [_dropped(s) for s in sockets]
+        finally:
+            for sock in sockets:
+                sock.close()
+    assert all(dropped[:100]) and sum(dropped) >= 150, sum(dropped)  # the oldest went first
+
+
+def test_a_body_that_never_arrives_in_full_is_answered_408(settings, profile, tmp_path, make_token,  # noqa: F811
+                                                           service) -> None:
+    token = make_token("slowbody", ["A"]).token
+    with _serve(settings, profile, tmp_path, "[http]\nbody_seconds = 1\n") as (port, _), \
+            socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(f"POST /v1/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n"
+                     "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"a\": ".encode())
+        answer = sock.recv(4096).decode()  # a TimeoutError (30 s) if the server kept waiting for the body
+    assert answer.startswith("HTTP/1.1 408") and "not received within 1 s" in answer, answer
