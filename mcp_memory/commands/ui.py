@@ -2,19 +2,27 @@
 unless a `serve-http` of this profile already answers on that port.
 
 On the embedded default and a loopback address, the pages need no token (one-person mode,
-mcp_memory/ui/owner.py): the server signs its own user in through a one-time link, opened in the
-browser and printed on stderr. A central database (a DSN) or another address keeps the token sign-in."""
+mcp_memory/ui/owner.py): the server signs its own user in through a one-time link, printed on stderr
+and opened in the browser through a file only this user can read (a browser's command line is public:
+any local account reads /proc/*/cmdline, and would sign in first). A central database (a DSN) or
+another address keeps the token sign-in."""
 
 from __future__ import annotations
 
 import argparse
+import atexit
+import html
+import os
+import shutil
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
 import urllib.request
 import webbrowser
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from ..config import Settings
@@ -58,9 +66,23 @@ def _open_when_up(base: str, open_browser: bool, link: str | None = None) -> Non
                 print(f"sign in (this link works once, within {LINK_MINUTES} minutes): {link}",
                       file=sys.stderr)
             if open_browser:
-                webbrowser.open(link or f"{base}/ui/")
+                webbrowser.open(link_page(link).as_uri() if link is not None else f"{base}/ui/")
             return
         time.sleep(0.2)
+
+
+def link_page(link: str) -> Path:
+    """A page that sends the browser on to `link`, in a new directory of mode 0700 and a file of mode
+    0600 (removed when this process ends): the browser's command line names the file, never the link."""
+    folder = Path(tempfile.mkdtemp(prefix="mcp-memory-ui-"))  # mode 0700
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    page = folder / "sign-in.html"
+    fd = os.open(page, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    quoted = html.escape(link, quote=True)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(f'<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0; url={quoted}">'
+                  f'<title>mcp-memory sign-in</title><p><a href="{quoted}">Sign in to the review pages</a></p>\n')
+    return page
 
 
 def one_person(settings: Settings, args: argparse.Namespace) -> bool:

@@ -24,7 +24,7 @@ from ..ui.app import create_ui
 from ..ui.owner import OwnerSignIn
 from . import observe
 from .auth import TokenRegistry
-from .body import read_json
+from .body import Bodies
 from .errors import error_response, internal_error
 from .gate import Gate
 from .mcp_mount import McpMount
@@ -48,6 +48,10 @@ class HttpOptions:
     max_waits: int = 256  # long-poll reads (wait_seconds) waiting at once, on threads of their own
     metrics: bool = True  # GET /metrics (Prometheus text format, no token: numbers only)
     machine: str | None = None  # this machine's name when the database is the embedded default (/ui hosts)
+    header_seconds: float = 10.0  # a connection that sends no complete request line and headers in time is closed
+    body_seconds: float = 60.0  # a request body not received in full within this time: 408
+    max_connections: int = 10_000  # open connections at most (kept below the open-file limit; guard.py)
+    big_bodies_at_once: int = 2  # bodies over 1 MiB read and decoded at once (the next ones wait; body.py)
 
 
 MAX_ID_DIGITS = 18  # an integer path parameter fits PostgreSQL's bigint
@@ -95,11 +99,11 @@ class _WaitLimiter:
         return self._limiter
 
 
-def _handler(gate: Gate, endpoint: Endpoint, options: HttpOptions, waits: _WaitLimiter):
+def _handler(gate: Gate, endpoint: Endpoint, bodies: Bodies, waits: _WaitLimiter):
     async def handle(request: Request) -> Response:
         try:
             token, _ = await gate.admit(request)
-            body = await read_json(request, options.max_body_bytes) if request.method != "GET" else None
+            body = await bodies.json(request) if request.method != "GET" else None
             call = Call(path=check_path(endpoint, dict(request.path_params)),
                         query=check_query(endpoint, dict(request.query_params)), body=body)
             if call.query.get("wait_seconds"):
@@ -164,7 +168,8 @@ def create_app(registry: TokenRegistry, options: HttpOptions | None = None,
     gate = Gate(registry, RateLimiter(options.rate_limit, options.burst),
                 RateLimiter(options.auth_failures_per_second, options.auth_failure_burst),
                 proxies=TrustedProxies(options.trusted_proxies))
-    mcp = McpMount(gate, host=options.host, max_body_bytes=options.max_body_bytes)
+    bodies = Bodies(options.max_body_bytes, big_at_once=options.big_bodies_at_once, body_seconds=options.body_seconds)
+    mcp = McpMount(gate, host=options.host, bodies=bodies)
     metrics = observe.registry_for(registry)
     routes = [Route("/openapi.json", _openapi, methods=["GET"]), Route("/healthz", _healthz, methods=["GET"]),
               Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]), Mount("/ui", create_ui(gate, owners, machine=options.machine))]
@@ -172,7 +177,7 @@ def create_app(registry: TokenRegistry, options: HttpOptions | None = None,
         routes.append(Route("/metrics", observe.endpoint(metrics), methods=["GET"]))
     waits = _WaitLimiter(options.max_waits)
     for endpoint in ENDPOINTS:
-        routes.append(Route(endpoint.path, _handler(gate, endpoint, options, waits), methods=list(endpoint.methods),
+        routes.append(Route(endpoint.path, _handler(gate, endpoint, bodies, waits), methods=list(endpoint.methods),
                             name=endpoint.name))
 
     @contextlib.asynccontextmanager

@@ -28,12 +28,25 @@ class RateLimited(McpMemoryError):
         self.retry_after = retry_after
 
 
+class Busy(Unavailable):
+    """The server is at a bound it keeps (big bodies being read at once): retry after `retry_after` s."""
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class TimedOut(McpMemoryError):
+    code = "timeout"
+
+
 STATUS: dict[type[McpMemoryError], int] = {
     Invalid: 400,
     Unauthorized: 401,
     Forbidden: 403,
     NotFound: 404,
     Conflict: 409,
+    TimedOut: 408,
     TooLarge: 413,
     RateLimited: 429,
     Unavailable: 503,
@@ -49,7 +62,8 @@ def status_of(exc: McpMemoryError) -> int:
 
 
 def error_response(exc: McpMemoryError) -> JSONResponse:
-    headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, RateLimited) else {}
+    retry_after = getattr(exc, "retry_after", None)
+    headers = {"Retry-After": str(retry_after)} if isinstance(retry_after, int) else {}
     if isinstance(exc, Unauthorized):
         headers["WWW-Authenticate"] = 'Bearer realm="mcp-memory"'
     status = status_of(exc)

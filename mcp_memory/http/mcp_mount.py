@@ -32,7 +32,7 @@ from ..mcp.server import build_server
 from ..mcp.wire import INVALID_REQUEST, PARSE_ERROR, unusable_id
 from ..security.tokens import Unauthorized
 from .auth import bearer
-from .body import read_body, replay
+from .body import Bodies, replay
 from .errors import error_response
 
 if TYPE_CHECKING:
@@ -49,9 +49,9 @@ def _current_service() -> Service:
 class McpMount:
     """An ASGI endpoint: checks the bearer token, then hands the request to the SDK's transport."""
 
-    def __init__(self, gate: Gate, *, host: str, max_body_bytes: int) -> None:
+    def __init__(self, gate: Gate, *, host: str, bodies: Bodies) -> None:
         self.gate = gate
-        self.max_body_bytes = max_body_bytes
+        self.bodies = bodies
         self.server = build_server(_current_service)
         security = None if host in LOOPBACK else TransportSecuritySettings(enable_dns_rebinding_protection=False)
         self.server.streamable_http_app(streamable_http_path="/mcp", json_response=True, stateless_http=True,
@@ -88,13 +88,13 @@ class McpMount:
         try:
             await self.gate.admit(request)
             if request.method == "POST":
-                raw = await read_body(request, self.max_body_bytes)
+                raw = await self.bodies.read(request)
         except McpMemoryError as exc:
             await error_response(exc)(scope, receive, send)
             return
         if request.method == "POST":
             try:  # JSON-RPC wants an error with id null for a body that is no usable request
-                await run_in_threadpool(jsoncheck.loads, raw, limit=self.max_body_bytes, what="request")
+                await run_in_threadpool(jsoncheck.loads, raw, limit=self.bodies.limit, what="request")
                 problem, code = await run_in_threadpool(_unusable_id, raw), INVALID_REQUEST
             except Invalid as exc:
                 problem, code = str(exc), PARSE_ERROR

@@ -10,6 +10,10 @@ auth_failures_per_second = 1  # failed authentications per (client address, clai
 auth_failure_burst = 20
 pool_max = 8                # database connections shared by every token (each transaction proves its token)
 trusted_proxies = []        # X-Forwarded-For is honoured only from these addresses / CIDR networks
+header_seconds = 10         # a connection that sends no complete request head in this time is closed
+body_seconds = 60           # a body not received in full within this time: 408
+max_connections = 10000     # open connections at most (kept 128 below the open-file limit, raised at start)
+big_bodies_at_once = 2      # bodies over 1 MiB read and decoded at once; later ones wait (then 503)
 ```
 """
 
@@ -27,6 +31,7 @@ from ..store.security_store import SecurityStore
 from ..wiring import build
 from .app import HttpOptions, create_app
 from .auth import TokenRegistry
+from .guard import Guard, connection_cap, guarded_protocol, raise_fd_limit, tune_malloc
 from .proxies import parse_networks
 
 if TYPE_CHECKING:
@@ -52,7 +57,8 @@ def http_options(settings: Settings, host: str) -> HttpOptions:
     values: dict[str, Any] = {"host": host}
     for key, kind in (("max_body_bytes", int), ("rate_limit", float), ("burst", int), ("recheck_seconds", float),
                       ("auth_failures_per_second", float), ("auth_failure_burst", int), ("pool_max", int),
-                      ("max_waits", int)):
+                      ("max_waits", int), ("header_seconds", float), ("body_seconds", float),
+                      ("max_connections", int), ("big_bodies_at_once", int)):
         value = section.get(key, getattr(defaults, key))
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
             raise ConfigError(f"config: http.{key} must be a number ≥ 0, got {value!r}")
@@ -114,10 +120,23 @@ def serve(settings: Settings, *, host: str, port: int, as_owner: bool = False,
     import uvicorn
 
     app, registry = prepare(settings, host, as_owner=as_owner, owners=owners)
+    options = http_options(settings, host)
+    tune_malloc()
+    cap = connection_cap(options.max_connections, raise_fd_limit())
     log.warning("mcp-memory REST on http://%s:%d (OpenAPI at /openapi.json, MCP at /mcp)", host, port)
     try:
-        # proxy_headers off: uvicorn would otherwise believe X-Forwarded-For from loopback; the app
-        # reads it itself, from [http] trusted_proxies only (proxies.py)
-        uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False, proxy_headers=False)
+        uvicorn.run(app, **uvicorn_options(options, host, port, cap))
     finally:
         registry.close()
+
+
+def uvicorn_options(options: HttpOptions, host: str, port: int, cap: int) -> dict[str, Any]:
+    """How serve-http runs uvicorn: on the guarded h11 protocol (guard.py: header timeout, connection
+    cap), with at most `cap` requests in flight."""
+    guard = Guard(header_seconds=max(options.header_seconds, 0.1), max_connections=cap)
+    # proxy_headers off: uvicorn would otherwise believe X-Forwarded-For from loopback; the app
+    # reads it itself, from [http] trusted_proxies only (proxies.py). limit_concurrency past the cap:
+    # uvicorn counts connections too, and the guard already bounds them (a 503 would hit whole requests)
+    return {"host": host, "port": port, "log_level": "warning", "server_header": False, "proxy_headers": False,
+            "http": guarded_protocol(guard), "limit_concurrency": cap + 1, "backlog": min(cap, 4096),
+            "timeout_keep_alive": 5}

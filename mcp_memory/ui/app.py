@@ -62,7 +62,7 @@ def html(template: str, status: int = 200, **context: Any) -> HTMLResponse:
 def _sign_in_redirect(request: Request) -> Response:
     target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
     response = RedirectResponse(f"/ui/sign-in?next={auth.safe_next(target)}", status_code=303)
-    auth.clear_cookie(response)
+    auth.clear_cookie(response, request)
     owner.clear_cookie(response)  # a one-person cookie from before a restart no longer signs in
     return response
 
@@ -70,21 +70,26 @@ def _sign_in_redirect(request: Request) -> Response:
 PageData = Callable[[Service, Request], dict[str, Any]]
 
 
-async def _service(gate: Gate, owners: owner.OwnerSignIn | None, request: Request) -> Service | None:
-    """The signed-in browser's service: a token's (cookie), else the server's own (one-person mode)."""
-    token = auth.token_of(request)
+async def _service(gate: Gate, sessions: auth.Sessions, owners: owner.OwnerSignIn | None,
+                   request: Request) -> Service | None:
+    """The signed-in browser's service: its session's token's, else the server's own (one-person mode)."""
+    token = sessions.token_of(request)
     if token is not None:
-        return await run_in_threadpool(auth.service_for, gate, token, gate.client_of(request))
+        try:
+            return await run_in_threadpool(auth.service_for, gate, token, gate.client_of(request))
+        except Unauthorized:
+            sessions.end_token(token)  # revoked or expired: its sessions end with it
+            raise
     if owners is not None and owners.signed_in(request):
         return gate.registry.shared
     return None
 
 
-def page(gate: Gate, template: str, data: PageData, nav: str,
+def page(gate: Gate, sessions: auth.Sessions, template: str, data: PageData, nav: str,
          owners: owner.OwnerSignIn | None = None) -> Callable[[Request], Any]:
     async def handle(request: Request) -> Response:
         try:
-            service = await _service(gate, owners, request)
+            service = await _service(gate, sessions, owners, request)
             if service is None:
                 return _sign_in_redirect(request)
             context = await run_in_threadpool(data, service, request)
@@ -97,7 +102,7 @@ def page(gate: Gate, template: str, data: PageData, nav: str,
     return handle
 
 
-async def sign_in(request: Request, gate: Gate, one_person: bool = False) -> Response:
+async def sign_in(request: Request, gate: Gate, sessions: auth.Sessions, one_person: bool = False) -> Response:
     next_url = auth.safe_next(request.query_params.get("next"))
     if request.method == "GET":
         return html("sign_in.html", next=next_url, error=None, nav="sign-in", one_person=one_person)
@@ -112,15 +117,16 @@ async def sign_in(request: Request, gate: Gate, one_person: bool = False) -> Res
         return html("sign_in.html", status_of(exc), next=next_url, error=str(exc), nav="sign-in",
                     one_person=one_person)
     response = RedirectResponse(auth.safe_next(fields.get("next")), status_code=303)
-    auth.set_cookie(response, request, token)
+    auth.set_cookie(response, request, sessions.start(request, token))
     return response
 
 
-async def sign_out(request: Request, owners: owner.OwnerSignIn | None = None) -> Response:
+async def sign_out(request: Request, sessions: auth.Sessions, owners: owner.OwnerSignIn | None = None) -> Response:
     if not auth.same_origin(request):
         return html("error.html", 403, error="sign-out must be sent from this page (Origin)", nav="")
     response = RedirectResponse("/ui/sign-in", status_code=303)
-    auth.clear_cookie(response)
+    sessions.end(request)
+    auth.clear_cookie(response, request)
     if owners is not None:
         owners.sign_out(request)
         owner.clear_cookie(response)
@@ -143,6 +149,8 @@ async def owner_link(request: Request, owners: owner.OwnerSignIn) -> Response:
 def create_ui(gate: Gate, owners: owner.OwnerSignIn | None = None, *, machine: str | None = None) -> ASGIApp:
     """`owners`: one-person mode (mcp-memory ui on the embedded default, loopback only), else None.
     `machine`: this machine's name when the database is the embedded default (the host of the owner's writes)."""
+    sessions = auth.Sessions()
+
     def query(request: Request) -> dict[str, str]:
         return dict(request.query_params)
 
@@ -150,22 +158,22 @@ def create_ui(gate: Gate, owners: owner.OwnerSignIn | None = None, *, machine: s
         return str(request.path_params["session_id"])
 
     async def signing_in(request: Request) -> Response:
-        return await sign_in(request, gate, owners is not None)
+        return await sign_in(request, gate, sessions, owners is not None)
 
     async def signing_out(request: Request) -> Response:
-        return await sign_out(request, owners)
+        return await sign_out(request, sessions, owners)
 
     routes = [
-        Route("/", page(gate, "sessions.html", lambda s, r: pages.sessions_page(s, query(r), machine), "sessions",
+        Route("/", page(gate, sessions, "sessions.html", lambda s, r: pages.sessions_page(s, query(r), machine), "sessions",
                         owners)),
-        Route("/sessions/{session_id}", page(gate, "session.html",
+        Route("/sessions/{session_id}", page(gate, sessions, "session.html",
                                              lambda s, r: pages.session_page(s, sid(r), query(r)), "sessions",
                                              owners)),
-        Route("/sessions/{session_id}/lineage", page(gate, "lineage.html",
+        Route("/sessions/{session_id}/lineage", page(gate, sessions, "lineage.html",
                                                      lambda s, r: pages.lineage_page(s, sid(r)), "sessions", owners)),
-        Route("/decisions", page(gate, "decisions.html", lambda s, r: pages.decisions_page(s, query(r)), "decisions",
+        Route("/decisions", page(gate, sessions, "decisions.html", lambda s, r: pages.decisions_page(s, query(r)), "decisions",
                                  owners)),
-        Route("/health", page(gate, "health.html", lambda s, r: pages.health_page(s), "health", owners)),
+        Route("/health", page(gate, sessions, "health.html", lambda s, r: pages.health_page(s), "health", owners)),
         Route("/sign-in", signing_in, methods=["GET", "POST"]),
         Route("/sign-out", signing_out, methods=["POST"]),
         Mount("/static", StaticFiles(directory=STATIC)),

@@ -1,12 +1,25 @@
-"""Sign-in for the review pages: the REST bearer token, kept in an HttpOnly, SameSite=Strict cookie.
+"""Sign-in for the review pages: the REST bearer token, exchanged for an opaque session.
 
 The token is checked by the REST app's own gate (mcp_memory/http/app.py: token → role → rate
-limit → the role's service), so the pages see exactly what the same token sees over REST. The only
-state-changing requests are the sign-in and sign-out POSTs; both must come from this origin.
+limit → the role's service), so the pages see exactly what the same token sees over REST. The
+browser never holds the token: it gets a random session id (HttpOnly, SameSite=Strict, Path=/ui,
+named after the server's port so that two servers on one host keep apart), which this process maps
+to the token in memory, for the Host it was issued to, for at most SESSION_SECONDS. Browsers send
+a 127.0.0.1 cookie to every port of that host: what another port's server could read is a session
+id that works only on these pages, only until it expires or is signed out — not a token that works
+on REST and /mcp for as long as it lives. Only SHA-256 digests of the ids are kept: a restart signs
+everyone out. The only state-changing requests are the sign-in and sign-out POSTs; both must come
+from this origin.
 """
 
 from __future__ import annotations
 
+import hashlib
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 
@@ -19,13 +32,69 @@ from ..errors import Invalid
 if TYPE_CHECKING:
     from ..http.gate import Gate
 
-COOKIE = "mm_ui_token"
+COOKIE_PREFIX = "mm_ui_session_"  # + the server's port
 MAX_FORM_BYTES = 4096
+SESSION_SECONDS = 8 * 3600.0
+MAX_SESSIONS = 4096  # signed-in browsers at once (the oldest is signed out beyond)
+SESSION_CHARS = 43  # secrets.token_urlsafe(32)
 
 
-def token_of(request: Request) -> str | None:
-    value = request.cookies.get(COOKIE)
-    return value or None
+def cookie_name(request: Request) -> str:
+    server = request.scope.get("server")
+    return f"{COOKIE_PREFIX}{server[1] if server else 0}"
+
+
+def _digest(value: str) -> bytes:
+    return hashlib.sha256(value.encode("utf-8", errors="replace")).digest()
+
+
+class Sessions:
+    """Session id (by digest) → (token, the Host it was issued to, expiry), least recently used out."""
+
+    def __init__(self, *, seconds: float = SESSION_SECONDS, clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds = seconds
+        self.clock = clock
+        self._sessions: OrderedDict[bytes, tuple[str, str, float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def start(self, request: Request, token: str) -> str:
+        """A new session id for a verified token."""
+        session = secrets.token_urlsafe(32)
+        with self._lock:
+            self._sessions[_digest(session)] = (token, request.url.netloc, self.clock() + self.seconds)
+            while len(self._sessions) > MAX_SESSIONS:
+                self._sessions.popitem(last=False)
+        return session
+
+    def token_of(self, request: Request) -> str | None:
+        """The token of this browser's session; None when it has none, or one that expired, was signed
+        out, or was issued for another Host."""
+        value = request.cookies.get(cookie_name(request))
+        if not value or len(value) != SESSION_CHARS:
+            return None
+        key = _digest(value)
+        with self._lock:
+            entry = self._sessions.get(key)
+            if entry is None:
+                return None
+            token, host, expires = entry
+            if self.clock() > expires:
+                del self._sessions[key]
+                return None
+            self._sessions.move_to_end(key)
+        return token if host == request.url.netloc else None
+
+    def end(self, request: Request) -> None:
+        value = request.cookies.get(cookie_name(request))
+        if value:
+            with self._lock:
+                self._sessions.pop(_digest(value), None)
+
+    def end_token(self, token: str) -> None:
+        """Sign out every session of a token the gate no longer accepts."""
+        with self._lock:
+            for key in [key for key, entry in self._sessions.items() if entry[0] == token]:
+                del self._sessions[key]
 
 
 def service_for(gate: Gate, token: str, client: str) -> Service:
@@ -60,10 +129,10 @@ def safe_next(value: str | None) -> str:
     return "/ui/"
 
 
-def set_cookie(response: Response, request: Request, token: str) -> None:
-    response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/ui",
-                        secure=request.url.scheme == "https")
+def set_cookie(response: Response, request: Request, session: str) -> None:
+    response.set_cookie(cookie_name(request), session, httponly=True, samesite="strict", path="/ui",
+                        max_age=int(SESSION_SECONDS), secure=request.url.scheme == "https")
 
 
-def clear_cookie(response: Response) -> None:
-    response.delete_cookie(COOKIE, path="/ui", httponly=True, samesite="strict")
+def clear_cookie(response: Response, request: Request) -> None:
+    response.delete_cookie(cookie_name(request), path="/ui", httponly=True, samesite="strict")

@@ -15,6 +15,8 @@ import json
 import statistics
 import threading
 import time
+import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
 
@@ -69,6 +71,23 @@ class Server:
         self.thread.join(timeout=10)
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        return None
+
+
+def _sign_in(base: str, token: str) -> str:
+    """The session cookie the sign-in form sets for `token` (the cookie never holds the token)."""
+    data = urllib.parse.urlencode({"token": token}).encode()
+    request = urllib.request.Request(f"{base}/ui/sign-in", data=data, headers={"Origin": base})
+    try:
+        urllib.request.build_opener(_NoRedirect).open(request, timeout=30)
+    except urllib.error.HTTPError as redirect:
+        with redirect:
+            return str(redirect.headers["set-cookie"]).split(";")[0]
+    raise RuntimeError("the sign-in form set no cookie")
+
+
 def run(dsn: str, env: dict[str, str]) -> dict[str, float]:
     settings = load_settings(dsn=dsn, environ=env)
     owner = build(settings)
@@ -80,9 +99,11 @@ def run(dsn: str, env: dict[str, str]) -> dict[str, float]:
     registry = TokenRegistry(settings, owner.db.dsn(), lambda s: build(s, application_name="mcp-memory ui-bench"))
     try:
         with Server(create_app(registry, HttpOptions(rate_limit=0))) as base:
+            cookie = _sign_in(base, created.token)
+
             def page(after: int = 0) -> None:
                 request = urllib.request.Request(f"{base}/ui/sessions/{sid}?after_seq={after}",
-                                                 headers={"Cookie": f"mm_ui_token={created.token}"})
+                                                 headers={"Cookie": cookie})
                 with urllib.request.urlopen(request, timeout=30) as reply:
                     assert reply.status == 200 and f'id="seq-{after + 100}"' in reply.read().decode()
 

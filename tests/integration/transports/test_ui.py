@@ -69,7 +69,7 @@ def fetch(url: str, *, cookie: str | None = None, data: dict[str, str] | None = 
     body = urllib.parse.urlencode(data).encode() if data is not None else None
     request = urllib.request.Request(url, data=body, method="POST" if data is not None else "GET")
     if cookie:
-        request.add_header("Cookie", f"mm_ui_token={cookie}")
+        request.add_header("Cookie", cookie)
     if origin:
         request.add_header("Origin", origin)
     opener = urllib.request.build_opener(_NoRedirect)
@@ -90,6 +90,15 @@ class Seeded:
     other: str
     forged: str
 
+
+
+def session_for(url: str, token: str) -> str:
+    """The Cookie header of a browser signed in with `token` (the cookie holds a session id, never the token)."""
+    reply = fetch(f"{url}/ui/sign-in", data={"token": token}, origin=url)
+    assert reply.status == 303, reply
+    name, _, rest = reply.headers["set-cookie"].partition("=")
+    assert name.startswith("mm_ui_session_") and token not in reply.headers["set-cookie"]
+    return f"{name}={rest.split(';')[0]}"
 
 def _import(service: Service, agent: str, path: Path, project: str) -> str:
     (result,) = store_sessions(service, adapter_for(agent).read([path]), project_id=project)
@@ -292,37 +301,40 @@ def test_hostile_content_runs_no_script(ui, browser: Browser, tmp_path: Path) ->
 
 def test_a_token_for_one_project_sees_nothing_of_another(ui) -> None:
     server, token, s = ui
+    session = session_for(server.url, token)
     base = server.url
     assert fetch(f"{base}/ui/").status == 303  # no cookie: to the sign-in page
-    listing = fetch(f"{base}/ui/", cookie=token)
+    listing = fetch(f"{base}/ui/", cookie=session)
     assert listing.status == 200 and "Use the bash tool to" in listing.text and "Project B" not in listing.text
     assert "bank" not in listing.text
     for path in (f"/ui/sessions/{s.other}", f"/ui/sessions/{s.other}/lineage"):
-        reply = fetch(base + path, cookie=token)
+        reply = fetch(base + path, cookie=session)
         assert reply.status == 404 and "ledger" not in reply.text, path
-    found = fetch(f"{base}/ui/?q=zanzibarword", cookie=token)
+    found = fetch(f"{base}/ui/?q=zanzibarword", cookie=session)
     assert "0 matches" in found.text and "ledger" not in found.text
-    board = fetch(f"{base}/ui/decisions?q=zanzibarword", cookie=token)
+    board = fetch(f"{base}/ui/decisions?q=zanzibarword", cookie=session)
     assert "Bank keeps" not in board.text and "0 decisions" in board.text
-    assert "Bank keeps" not in fetch(f"{base}/ui/decisions?project=bank", cookie=token).text
+    assert "Bank keeps" not in fetch(f"{base}/ui/decisions?project=bank", cookie=session).text
 
 
 def test_session_filters(ui) -> None:
     server, token, s = ui
+    session = session_for(server.url, token)
     base = f"{server.url}/ui/"
-    only_codex = fetch(f"{base}?agent=codex", cookie=token).text
+    only_codex = fetch(f"{base}?agent=codex", cookie=session).text
     assert s.relay in only_codex and s.deepseek not in only_codex.replace(f"/ui/sessions/{s.relay}", "")
     # the DeepSeek log's last turn is dated 2026-07-06 (its own time, kept by the import)
-    day = fetch(f"{base}?since=2026-07-06&until=2026-07-07", cookie=token).text
+    day = fetch(f"{base}?since=2026-07-06&until=2026-07-07", cookie=session).text
     assert f"/ui/sessions/{s.deepseek}" in day and f"/ui/sessions/{s.hostile}" not in day
-    later = fetch(f"{base}?since=2026-07-07", cookie=token).text
+    later = fetch(f"{base}?since=2026-07-07", cookie=session).text
     assert f"/ui/sessions/{s.deepseek}\"" not in later and f"/ui/sessions/{s.hostile}" in later
-    assert fetch(f"{base}?since=yesterday-ish", cookie=token).status == 400
-    assert fetch(f"{server.url}/ui", cookie=token).status in (301, 302, 303, 307, 308)
+    assert fetch(f"{base}?since=yesterday-ish", cookie=session).status == 400
+    assert fetch(f"{server.url}/ui", cookie=session).status in (301, 302, 303, 307, 308)
 
 
 def test_sign_in_checks_origin_token_and_sets_a_strict_cookie(ui) -> None:
     server, token, _ = ui
+    session = session_for(server.url, token)
     url = f"{server.url}/ui/sign-in"
     assert fetch(url, data={"token": token}).status == 403  # no Origin
     assert fetch(url, data={"token": token}, origin="http://evil.example").status == 403
@@ -332,42 +344,56 @@ def test_sign_in_checks_origin_token_and_sets_a_strict_cookie(ui) -> None:
     assert good.status == 303 and good.headers["location"] == "/ui/"
     cookie = good.headers["set-cookie"].lower()
     assert "httponly" in cookie and "samesite=strict" in cookie and "path=/ui" in cookie
-    page = fetch(f"{server.url}/ui/health", cookie=token)
+    page = fetch(f"{server.url}/ui/health", cookie=session)
     csp = page.headers["content-security-policy"]
     assert "script-src 'self'" in csp and "default-src 'none'" in csp and "'unsafe-inline'" not in csp
     assert page.headers["x-content-type-options"] == "nosniff"
     assert fetch(f"{server.url}/ui/sign-out", data={}, origin="http://evil.example").status == 403
-    assert fetch(f"{server.url}/ui/health", cookie="mmt.nobody." + "x" * 43).status == 303
+    assert fetch(f"{server.url}/ui/health", cookie=f"{session.split('=')[0]}={'A' * 43}").status == 303
+    assert fetch(f"{server.url}/ui/health", cookie=f"{session.split('=')[0]}={token}").status == 303  # no token
+    assert session.split("=")[0] == f"mm_ui_session_{server.port}"
+    other_host = urllib.request.Request(f"{server.url}/ui/health", headers={"Cookie": session, "Host": "localhost"})
+    try:
+        with urllib.request.build_opener(_NoRedirect).open(other_host, timeout=30) as reply:
+            status = reply.status
+    except urllib.error.HTTPError as error:
+        status = error.code
+        error.close()
+    assert status == 303  # issued for 127.0.0.1:<port>, not another Host
+    assert fetch(f"{server.url}/ui/sign-out", data={}, origin=server.url, cookie=session).status == 303
+    assert fetch(f"{server.url}/ui/health", cookie=session).status == 303  # signed out: the session is gone
 
 
 def test_a_long_session_is_paged_and_deep_links_land_on_their_page(ui, service: Service) -> None:
     server, token, _ = ui
+    session = session_for(server.url, token)
     sid = service.create_session("shop", {"title": "Long"}).session_id
     service.append_messages(sid, [{"role": "user", "content": f"line {i} marker{i}x"} for i in range(1, 251)])
-    first = fetch(f"{server.url}/ui/sessions/{sid}", cookie=token).text
+    first = fetch(f"{server.url}/ui/sessions/{sid}", cookie=session).text
     assert 'id="seq-1"' in first and 'id="seq-100"' in first and 'id="seq-101"' not in first
     assert "?after_seq=100" in first and "?after_seq=200" in first  # newer, last
     service.reindex_search()
-    found = fetch(f"{server.url}/ui/?q=marker150x", cookie=token).text
+    found = fetch(f"{server.url}/ui/?q=marker150x", cookie=session).text
     link = f"/ui/sessions/{sid}?after_seq=100#seq-150"
     assert link in found
-    page = fetch(server.url + link.split("#")[0], cookie=token).text
+    page = fetch(server.url + link.split("#")[0], cookie=session).text
     assert 'id="seq-150"' in page and 'id="seq-101"' in page and 'id="seq-201"' not in page
-    assert fetch(f"{server.url}/ui/sessions/{sid}?after_seq=-1", cookie=token).status == 400
-    assert fetch(f"{server.url}/ui/decisions?status=maybe", cookie=token).status == 400
+    assert fetch(f"{server.url}/ui/sessions/{sid}?after_seq=-1", cookie=session).status == 400
+    assert fetch(f"{server.url}/ui/decisions?status=maybe", cookie=session).status == 400
 
 
 def test_a_token_writer_shows_as_its_token_not_a_claimed_host(ui, settings: Settings, make_token) -> None:
     """A host writing with a token is named by that token (one per host); a meta.host it claims is
     not believed. The database owner's own writes are named by their recorded machine (test_ui_pages)."""
     server, token, _ = ui
+    session = session_for(server.url, token)
     writer = make_token("laptop", ["shop"])
     host = token_service(settings, writer)
     try:
         sid = host.create_session("shop", {"title": "From the laptop", "host": "forged-name"}).session_id
     finally:
         host.db.close()
-    listing = fetch(f"{server.url}/ui/?project=shop", cookie=token).text
+    listing = fetch(f"{server.url}/ui/?project=shop", cookie=session).text
     row = listing.split(f'/ui/sessions/{sid}"')[1].split("</tr>")[0]
     assert f"<td>{writer.role}</td>" in row and "forged-name" not in listing
-    assert sid in fetch(f"{server.url}/ui/?host={writer.role}", cookie=token).text
+    assert sid in fetch(f"{server.url}/ui/?host={writer.role}", cookie=session).text

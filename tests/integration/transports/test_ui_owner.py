@@ -6,15 +6,18 @@ runs `mcp-memory ui` itself on an embedded default of its own."""
 from __future__ import annotations
 
 import argparse
+import html
 import os
 import queue
 import re
 import signal
+import stat
 import subprocess
 import sys
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -171,8 +174,13 @@ def _lines(stream, found: queue.Queue[str]) -> None:
 def test_ui_command_on_the_embedded_default_prints_a_one_time_link(profile: dict[str, str]) -> None:
     port = _free_port()
     with embedded_home() as home:
-        env = {**profile, "MCP_MEMORY_HOME": str(home)}
-        argv = [sys.executable, "-m", "mcp_memory", "ui", "--no-browser", "--port", str(port)]
+        # a "browser" that writes down the command line it was started with
+        record = Path(home) / "browser-argv"
+        browser = Path(home) / "browser.sh"
+        browser.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {record}.tmp && mv {record}.tmp {record}\n')
+        browser.chmod(0o700)
+        env = {**profile, "MCP_MEMORY_HOME": str(home), "BROWSER": str(browser)}
+        argv = [sys.executable, "-m", "mcp_memory", "ui", "--port", str(port)]
         proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         lines: queue.Queue[str] = queue.Queue()
         reader = threading.Thread(target=_lines, args=(proc.stderr, lines), daemon=True)
@@ -189,6 +197,17 @@ def test_ui_command_on_the_embedded_default_prints_a_one_time_link(profile: dict
                 match = re.search(r"works once.*: (http://\S+)", line)
                 link = match.group(1) if match else None
             assert link.startswith(f"http://127.0.0.1:{port}/ui{owner.ROUTE}?code=")
+            # the browser's command line (readable by every local account) names a private file, never the link
+            deadline = time.monotonic() + 30
+            while not record.exists():
+                assert time.monotonic() < deadline, "the browser was not started"
+                time.sleep(0.1)
+            opened = record.read_text().strip()
+            assert "code=" not in opened and opened.startswith("file:///")
+            link_file = Path(urllib.parse.unquote(urllib.parse.urlsplit(opened).path))
+            assert stat.S_IMODE(link_file.stat().st_mode) == 0o600
+            assert stat.S_IMODE(link_file.parent.stat().st_mode) == 0o700
+            assert html.escape(link, quote=True) in link_file.read_text()
             first = get(link)
             assert first.status == 303
             page = get(f"http://127.0.0.1:{port}/ui/", session_cookie(first))
@@ -206,3 +225,4 @@ def test_ui_command_on_the_embedded_default_prints_a_one_time_link(profile: dict
             if proc.stderr is not None:
                 proc.stderr.close()
             embedded.stop(Path(home) / "mcp-memory" / "pg")
+        assert not link_file.parent.exists()  # removed when mcp-memory ui ended
