@@ -1,9 +1,10 @@
 """MCP streamable HTTP at `/mcp`, behind the REST bearer tokens.
 
-The tools are the stdio server's (`build_server(get_service)`); `get_service` answers with the
-service of the token of the HTTP request that carried the tool call. The SDK attaches that request
-to each call's context, so the wrapper around `call_tool` resolves the token per call (never per MCP
-session: a session id does not carry anyone's rights). Stateless mode with JSON responses: no
+The tools, resources and prompt are the stdio server's (`build_server(get_service)`); `get_service`
+answers with the service of the token of the HTTP request that carried the message. The SDK attaches
+that request to each message's context, so a server middleware (`TokenService`) resolves the token
+per message that reads the database — tools/call, resources/list, resources/read, prompts/get — never
+per MCP session (a session id does not carry anyone's rights). Stateless mode with JSON responses: no
 session state to keep, and any instance behind a load balancer can answer. A POST body is read
 here under the REST body limit and screened by `jsoncheck` in a worker thread (size, UTF-8, shape)
 before the SDK, which reads bodies without a limit and parses them on the event loop, sees it.
@@ -18,8 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 import pydantic_core
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
@@ -36,9 +39,11 @@ from .body import Bodies, replay
 from .errors import error_response
 
 if TYPE_CHECKING:
+    from .auth import TokenRegistry
     from .gate import Gate
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+SERVICE_METHODS = frozenset({"tools/call", "resources/list", "resources/read", "prompts/get"})
 _current: ContextVar[Service] = ContextVar("mcp_memory_http_service")
 
 
@@ -57,25 +62,7 @@ class McpMount:
         self.server.streamable_http_app(streamable_http_path="/mcp", json_response=True, stateless_http=True,
                                         transport_security=security, host=host)
         self.asgi = StreamableHTTPASGIApp(self.server.session_manager)
-        self._wrap_call_tool()
-
-    def _wrap_call_tool(self) -> None:
-        original = self.server.call_tool
-        registry = self.gate.registry
-
-        async def call_tool(name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-            request = getattr(getattr(context, "request_context", None), "request", None)
-            if not isinstance(request, Request):
-                raise Unauthorized("tool calls over HTTP need the request's bearer token")
-            token = bearer(request.headers.get("authorization"))
-            service = await run_in_threadpool(registry.service_for, token)
-            reset = _current.set(service)
-            try:
-                return await original(name, arguments, context)
-            finally:
-                _current.reset(reset)
-
-        self.server.call_tool = call_tool  # type: ignore[method-assign]
+        self.server.middleware.append(TokenService(gate.registry))
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -106,6 +93,31 @@ class McpMount:
                 return
             receive = replay(raw, receive)  # the SDK reads the body once more, from here
         await self.asgi(scope, receive, send)
+
+
+class TokenService:
+    """Server middleware: while a message that reads the database is handled, `_current` holds the
+    service of the bearer token of the HTTP request that carried it. The gate has checked that token
+    before; one revoked since is a coded JSON-RPC error, never the handlers' missing service."""
+
+    def __init__(self, registry: TokenRegistry) -> None:
+        self.registry = registry
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        if ctx.method not in SERVICE_METHODS:
+            return await call_next(ctx)
+        try:
+            if not isinstance(ctx.request, Request):
+                raise Unauthorized(f"{ctx.method} over HTTP needs the request's bearer token")
+            token = bearer(ctx.request.headers.get("authorization"))
+            service = await run_in_threadpool(self.registry.service_for, token)
+        except McpMemoryError as exc:
+            raise MCPError(code=INVALID_REQUEST, message=exc.render(), data={"code": exc.code}) from exc
+        reset = _current.set(service)
+        try:
+            return await call_next(ctx)
+        finally:
+            _current.reset(reset)
 
 
 def _unusable_id(body: bytes) -> str | None:

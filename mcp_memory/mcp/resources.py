@@ -26,7 +26,7 @@ from mcp.types import Resource as MCPResource
 
 from .. import jsoncheck
 from ..digest_results import digest_uri
-from ..errors import Invalid, McpMemoryError, internal
+from ..errors import Invalid, McpMemoryError, NotFound, internal
 
 if TYPE_CHECKING:
     from ..core.service import Service
@@ -43,9 +43,21 @@ TEXT = "text/plain"
 CODES = {"not_found": -32002, "invalid": -32602, "forbidden": -32602}
 
 
+FORMS = ("memory://sessions/{session_id}, memory://sessions/{session_id}/digest, memory://decisions/{decision_id}, "
+         "memory://projects/{project_id}/digest, memory://projects/{project_id}/digest/{day}")
+SHOWN_URI = 200  # characters of an unknown URI echoed back
+
+
 def error(exc: McpMemoryError, uri: str) -> MCPError:
     """The tools' `[code] message`, as a JSON-RPC error naming the code and the URI."""
     return MCPError(code=CODES.get(exc.code, -32603), message=exc.render(), data={"code": exc.code, "uri": uri})
+
+
+def unknown(uri: str) -> MCPError:
+    """A URI no template matches (another scheme, another path): `[not_found]` like a missing
+    session, naming the forms there are (the SDK's own answer is a bare invalid-params error)."""
+    shown = uri if len(uri) <= SHOWN_URI else uri[:SHOWN_URI] + "…"
+    return error(NotFound(f"resource {shown}: this server has only {FORMS}"), shown)
 
 
 async def run(uri: str, work: Callable[[], str], arguments: dict[str, str] | None = None) -> str:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from mcp.types import CallToolResult, TextContent, Tool
 from pydantic import ValidationError
 
@@ -71,6 +71,12 @@ class MemoryServer(MCPServer):
             coded = exc if isinstance(exc, McpMemoryError) else internal(exc, log)
             log.warning("resources/list without concrete resources: %s", coded.render())
             return found
+
+    async def read_resource(self, uri: Any, context: Any = None) -> Any:
+        try:
+            return await super().read_resource(uri, context)
+        except ResourceNotFoundError as exc:  # no template matches the URI
+            raise resources.unknown(str(uri)) from exc
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         op = BY_NAME.get(name)

@@ -44,8 +44,22 @@ def session_uuid(session: NeutralSession) -> str:
 
 
 def chat_file_name(start: datetime, session_id: str) -> str:
-    """`session-<YYYY-MM-DDTHH-MM>-<first 8 chars of the id>.jsonl`, in UTC as Gemini names them."""
-    return f"session-{start.astimezone(UTC):%Y-%m-%dT%H-%M}-{session_id[:8]}.jsonl"
+    """`session-<YYYY-MM-DDTHH-MM>-<tag>.jsonl` (the start minute in UTC, as Gemini names them), where
+    the 8-character tag is NOT the id's first 8 characters Gemini itself uses. A 0.61 resume in a later
+    minute leaves a stub `session-<that minute>-<id[:8]>.jsonl` with nothing to resume; the next start
+    deletes the stub together with every `session-*-<id[:8]>.jsonl` of a session other than the running
+    one, the resumed chat included. Under another tag the chat stays; the stub still goes."""
+    return f"session-{start.astimezone(UTC):%Y-%m-%dT%H-%M}-{file_tag(session_id)}.jsonl"
+
+
+def file_tag(session_id: str) -> str:
+    """The id's last 8 hex digits, or (should they equal its first 8) 8 of its sha256: 8 characters,
+    as `gemini --delete-session` needs to find the file, and never `session_id[:8]`."""
+    tag, salt = session_id.replace("-", "")[-8:], 0
+    while tag == session_id[:8]:
+        salt += 1
+        tag = hashlib.sha256(f"{salt}:{session_id}".encode()).hexdigest()[:8]
+    return tag
 
 
 def is_native(session: NeutralSession, message: MessageIn) -> bool:

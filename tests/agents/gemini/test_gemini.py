@@ -13,6 +13,7 @@ from agent_fixtures import FIXTURES
 
 from mcp_memory.agents import adapter_for
 from mcp_memory.agents.base import NeutralSession, WriteOptions
+from mcp_memory.agents.gemini.write import file_tag
 from mcp_memory.schema import MessageIn
 
 SHARED = FIXTURES
@@ -179,7 +180,18 @@ def test_foreign_session_keeps_texts_and_call_pairs(adapter, tmp_path):
     assert [m.tool_call_id for m in session.messages if m.role == "tool"] == ["toolu_1", "toolu_2"]
     assert session.messages[1].thinking.content == "Need the load numbers."
     assert shlex.split(written.resume_command) == ["cd", "/srv/app", "&&", "gemini", "--resume", written.native_id]
-    assert written.files[0].name == f"session-2026-11-29T09-00-{written.native_id[:8]}.jsonl"
+    # named after the start minute, with a tag other than the id's first 8 characters (write.chat_file_name)
+    assert written.files[0].name == f"session-2026-11-29T09-00-{written.native_id[-8:]}.jsonl"
+
+
+def test_the_file_tag_is_never_the_ids_first_8_characters():
+    """Gemini 0.61 deletes every `session-*-<id[:8]>.jsonl` with the stub a resume leaves: our chat
+    file must end in another 8 characters (8, so that `gemini --delete-session` still finds it)."""
+    plain = "12008607-8071-4640-bbea-4a2a9c9b8b21"
+    assert file_tag(plain) == "9c9b8b21"
+    same = "abcdefab-0000-4000-8000-0000abcdefab"  # last 8 hex digits equal the first 8
+    assert len(file_tag(same)) == 8 and file_tag(same) != same[:8] and file_tag(same).isalnum()
+    assert file_tag(same) == file_tag(same)  # deterministic: a second export overwrites the same file
 
 
 def test_unanswered_call_gets_an_error_result(adapter, tmp_path):

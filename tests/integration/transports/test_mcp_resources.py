@@ -122,3 +122,8 @@ async def test_hostile_uris_and_prompt_arguments_get_coded_errors(service, store
         with pytest.raises(MCPError) as day:
             await client.read_resource("memory://projects/shop/digest/tomorrow")
         assert day.value.code == -32602 and "[invalid] day" in day.value.error.message
+        with pytest.raises(MCPError) as other:
+            await client.read_resource("memory://elsewhere/" + "x" * 5000)
+        assert other.value.code == -32002 and other.value.error.message.startswith("[not_found] resource memory://")
+        assert len(other.value.error.message) < 1000 and other.value.error.data["code"] == "not_found"
+        assert "memory://decisions/{decision_id}" in other.value.error.message  # the forms there are
