@@ -13,7 +13,7 @@ from psycopg.rows import dict_row
 
 from ..search.tokenizer import CJK_RANGES
 from .filters import composed, conditions, project_only
-from .search_store import Scope
+from .search_store import Scope, segment_months
 from .sql import q
 
 HNSW_EF_SEARCH = 100
@@ -123,10 +123,12 @@ def nearest_filters(scope: Scope) -> sql.Composable:
         (scope.segments is not None,
          "EXISTS (SELECT 1 FROM unnest(%(seg_sessions)s::text[], %(seg_lower)s::bigint[], %(seg_upper)s::bigint[])"
          " AS g(sid, lo, hi) WHERE g.sid = m.session_id AND m.seq > g.lo AND m.seq <= g.hi)"),
+        segment_months("m", scope.segments),
     ])
     message_given = any(v is not None for v in (scope.since, scope.until, scope.agent_source, scope.segments))
     return conditions([
         (scope.project_id is not None, "x.project_id = %(project_id)s"),
+        segment_months("x", scope.segments),  # the vectors of the lineage's months only
         (message_given, sql.SQL("EXISTS (SELECT 1 FROM message_search m WHERE m.session_id = x.session_id"
                                 " AND m.seq = x.seq AND {})").format(on_message)),
     ])

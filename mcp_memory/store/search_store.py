@@ -19,7 +19,7 @@ from psycopg import sql
 
 from ..search.index import IndexedText
 from ..search.ranking import TermStats
-from .filters import composed, conditions, project_only
+from .filters import Condition, composed, conditions, project_only
 from .sql import Statements, first_row, q, scalar
 
 SHARDS = 8
@@ -31,6 +31,22 @@ _BY_RANK = sql.SQL("ts_rank(m.tsv, %(match)s::tsquery) DESC, m.created_at DESC, 
 _NEWEST = sql.SQL("m.created_at DESC")
 _SEGMENT = ("EXISTS (SELECT 1 FROM unnest(%(seg_sessions)s::text[], %(seg_lower)s::bigint[], %(seg_upper)s::bigint[])"
             " AS g(sid, lo, hi) WHERE g.sid = {t}.session_id AND {t}.seq > g.lo AND {t}.seq <= g.hi)")
+# Up to this many segments (a fork lineage's depth), their months are named one by one (segment_months)
+SEGMENT_MONTHS_MAX = 64
+
+
+def segment_months(table: str, segments: Sequence[tuple[str, int, int]] | None) -> Condition:
+    """`table`.part_month among the months of the segments' sessions, each one a call of
+    mm_session_month (migration 0027): an ARRAY of such calls is evaluated at executor start, which
+    removes the other month partitions from a generic plan before they are opened (`= ANY` of one
+    array-valued expression would not prune). Not given without segments, or past
+    SEGMENT_MONTHS_MAX of them (the session filter alone then applies, as before)."""
+    count = len(segments) if segments is not None else 0
+    if not 0 < count <= SEGMENT_MONTHS_MAX:
+        return False, "TRUE"
+    months = sql.SQL(", ").join(sql.SQL("mm_session_month((%(seg_sessions)s::text[])[{}])").format(sql.Literal(i))
+                                for i in range(1, count + 1))
+    return True, sql.SQL("{}.part_month = ANY(ARRAY[{}])").format(sql.Identifier(table), months)
 
 
 def shard_of(session_id: str) -> int:
@@ -96,10 +112,11 @@ class Scope:
             (self.agent_source is not None,
              "m.session_id IN (SELECT session_id FROM sessions WHERE agent_source = %(agent_source)s)"),
             (self.segments is not None, "m.session_id = ANY(%(seg_sessions)s::text[]) AND " + _SEGMENT.format(t="m")),
+            segment_months("m", self.segments),
         ])
 
     def hit_filters(self, *, required: bool) -> sql.Composable:
-        """The same conditions on the rows shown (message_search `ms`, sessions `s`)."""
+        """The same conditions on the rows shown (message_search `ms`, sessions `s`, messages `m`)."""
         return conditions([
             (required, "ms.tsv @@ %(required)s::tsquery"),
             (not self.echoes, "NOT ms.echo"),
@@ -109,6 +126,8 @@ class Scope:
             (self.until is not None, "ms.created_at < %(until)s"),
             (self.agent_source is not None, "s.agent_source = %(agent_source)s"),
             (self.segments is not None, _SEGMENT.format(t="ms")),
+            segment_months("ms", self.segments),
+            segment_months("m", self.segments),
         ])
 
 

@@ -206,7 +206,7 @@ SELECT mm_archive_unclaim(%(job_ids)s::bigint[]);
 -- One page of the session's own rows after a seq, up to the snapshot (export reads in pages).
 SELECT seq, append_id, payload, payload_hash, created_at, octet_length(payload::text) FROM messages
 WHERE session_id = %(session_id)s AND seq > %(after_seq)s AND seq <= %(up_to_seq)s
-  AND part_month = (SELECT s.part_month FROM sessions s WHERE s.session_id = %(session_id)s)  -- one partition
+  AND part_month = mm_session_month(%(session_id)s)  -- one partition (migration 0027)
 ORDER BY seq
 LIMIT %(limit)s;
 

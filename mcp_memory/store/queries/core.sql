@@ -16,8 +16,8 @@ SELECT s.project_id, s.last_seq, now(), m.append_id, m.seq, m.payload_hash, s.pa
        EXISTS (SELECT 1 FROM retired_months r WHERE r.part_month = s.part_month) AS retired
 FROM sessions s
 LEFT JOIN messages m ON m.session_id = s.session_id
-                    AND m.part_month = (SELECT o.part_month FROM sessions o WHERE o.session_id = %(session_id)s)
-                    AND m.append_id = ANY(%(append_ids)b::text[])  -- the month as a value: one partition read
+                    AND m.part_month = mm_session_month(%(session_id)s)  -- one partition, also in a generic plan
+                    AND m.append_id = ANY(%(append_ids)b::text[])
 WHERE s.session_id = %(session_id)s
 FOR UPDATE OF s;
 

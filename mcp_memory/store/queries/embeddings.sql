@@ -24,6 +24,7 @@ LIMIT %(limit)s;
 SELECT m.seq, m.payload
 FROM messages m
 WHERE m.session_id = %(session_id)s AND m.seq > %(after_seq)s AND m.seq <= %(up_to_seq)s
+  AND m.part_month = mm_session_month(%(session_id)s)  -- one partition (migration 0027)
 ORDER BY m.seq
 LIMIT %(limit)s;
 

@@ -66,7 +66,7 @@ WHERE s.session_id = %(session_id)s;
 -- name: search_unindexed_messages
 SELECT seq, role, payload, created_at FROM messages
 WHERE session_id = %(session_id)s AND seq > %(after_seq)s AND seq <= %(up_to_seq)s
-  AND part_month = (SELECT s.part_month FROM sessions s WHERE s.session_id = %(session_id)s)  -- one partition
+  AND part_month = mm_session_month(%(session_id)s)  -- one partition (migration 0027)
 ORDER BY seq
 LIMIT %(limit)s;
 
@@ -79,7 +79,7 @@ FROM messages m
 CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(m.payload->'tool_calls') = 'array'
                                              THEN m.payload->'tool_calls' ELSE '[]'::jsonb END) AS c(value)
 WHERE m.session_id = %(session_id)s AND m.seq <= %(before_seq)s AND m.seq > %(before_seq)s - %(lookback)s
-  AND m.part_month = (SELECT s.part_month FROM sessions s WHERE s.session_id = %(session_id)s)  -- one partition
+  AND m.part_month = mm_session_month(%(session_id)s)  -- one partition (migration 0027)
   AND m.role = 'assistant' AND c.value->>'id' = ANY(%(ids)s::text[]);
 
 -- name: search_forget_session

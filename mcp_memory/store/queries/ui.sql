@@ -21,7 +21,8 @@ SELECT s.session_id, s.project_id, s.agent_source, s.title, s.last_seq, s.fork_s
 FROM sessions s
 LEFT JOIN sessions p ON p.session_id = s.parent_session_id
 LEFT JOIN LATERAL (SELECT m.created_at FROM messages m
-                   WHERE m.session_id = s.session_id AND m.seq = s.last_seq) last ON true
+                   WHERE m.session_id = s.session_id AND m.part_month = s.part_month  -- its own rows' month
+                     AND m.seq = s.last_seq) last ON true
 WHERE {filters}  -- the filters given (ui_store.py, filters.py)
 ORDER BY last_at DESC, s.session_id DESC
 LIMIT %(limit)s OFFSET %(offset)s;
