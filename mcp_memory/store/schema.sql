@@ -110,8 +110,8 @@ CREATE FUNCTION public.mm_append(p_session_id text, p_append_ids text[], p_roles
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
 DECLARE
-    -- a direct login (no SET ROLE) is its own caller: mm_caller's proof check is for switched roles
-    who text := CASE WHEN pg_catalog.current_setting('role') = 'none' THEN session_user::text ELSE mm_caller() END;
+    -- the caller as every check names it: a gateway login is the token it proved in this transaction
+    who text := mm_caller();
     s sessions;
     read_only boolean;
     trusted boolean := false;
@@ -250,7 +250,7 @@ BEGIN
     IF l.lease_until < pg_catalog.now()
        OR NOT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity a
                       WHERE a.pid = l.pid AND a.datname = pg_catalog.current_database()
-                        AND a.usename = l.role_name::name) THEN
+                        AND mm_token_name(a.usename::text) = l.role_name) THEN
         UPDATE archive_leader SET worker = pg_catalog."left"(p_worker, 200), role_name = who, pid = me,
                                   since = pg_catalog.now(), lease_until = pg_catalog.now() + lease
         WHERE id;
@@ -403,7 +403,7 @@ BEGIN
            (l.pid = n.pid AND l.role_name = n.role_name AND l.worker = n.worker) IS TRUE,
            EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity a
                    WHERE a.pid = n.pid AND a.datname = pg_catalog.current_database()
-                     AND a.usename = n.role_name::name),
+                     AND mm_token_name(a.usename::text) = n.role_name),
            l.since, l.lease_until
     FROM archive_nodes n LEFT JOIN archive_leader l ON l.id
     ORDER BY 6 DESC, n.last_seen DESC;
@@ -506,6 +506,14 @@ BEGIN
     END IF;
 END $$;
 
+CREATE FUNCTION public.mm_backends_hidden() RETURNS boolean
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    SELECT NOT pg_catalog.has_function_privilege('public', 'pg_catalog.pg_terminate_backend(integer, bigint)', 'EXECUTE')
+       AND NOT pg_catalog.has_function_privilege('public', 'pg_catalog.pg_stat_get_activity(integer)', 'EXECUTE')
+$$;
+
 CREATE FUNCTION public.mm_bump_memory(p_session_id text) RETURNS void
     LANGUAGE sql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
@@ -514,34 +522,11 @@ CREATE FUNCTION public.mm_bump_memory(p_session_id text) RETURNS void
 $$;
 
 CREATE FUNCTION public.mm_caller() RETURNS text
-    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
-DECLARE
-    r text := pg_catalog.current_setting('role');
-    shown text := pg_catalog.current_setting('mm.gateway_proof', true);
-BEGIN
-    IF r = 'none' THEN
-        RETURN session_user::text;
-    END IF;
-    IF r = session_user::text THEN
-        RETURN r;
-    END IF;
-    -- compared as digests: no early exit on the first differing character of the secret value
-    IF shown IS NOT NULL AND pg_catalog.sha256(pg_catalog.convert_to(shown, 'UTF8'))
-                             = pg_catalog.sha256(pg_catalog.convert_to(mm_gateway_proof(r), 'UTF8')) THEN
-        RETURN r;
-    END IF;
-    IF mm_is_owner(session_user::text) THEN  -- after the proof: a membership check costs (below)
-        RETURN r;
-    END IF;
-    -- unproven: a role that is no token (a token login taking its group role) has no rights of its
-    -- own and stays the caller; a token role taken without its proof is not: the login is
-    IF NOT EXISTS (SELECT 1 FROM access_tokens t WHERE t.role_name = r) THEN
-        RETURN r;
-    END IF;
-    RETURN session_user::text;
-END $$;
+    SELECT mm_token_name(mm_login_role())
+$$;
 
 CREATE FUNCTION public.mm_canonical_json(j jsonb) RETURNS text
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
@@ -730,11 +715,11 @@ DECLARE
     writable text := '(project_id = ANY ((SELECT mm_token_projects(true))::text[])'
                      ' OR ''*'' = ANY ((SELECT mm_token_projects(true))::text[]))';
 BEGIN
-    IF EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = tbl AND attname = 'visibility' AND NOT attisdropped)
-       AND EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = tbl AND attname = 'created_by' AND NOT attisdropped)
+    IF EXISTS (SELECT 1 FROM pg_catalog.pg_attribute WHERE attrelid = tbl AND attname = 'visibility' AND NOT attisdropped)
+       AND EXISTS (SELECT 1 FROM pg_catalog.pg_attribute WHERE attrelid = tbl AND attname = 'created_by' AND NOT attisdropped)
     THEN
-        readable := pg_catalog."format"('(visibility = ''public'' OR (%s AND (visibility <> ''private'' OR created_by = current_user)))',
-                           readable);
+        readable := pg_catalog.format('(visibility = ''public'' OR (%s AND (visibility <> ''private'' OR created_by = (SELECT mm_caller()))))',
+                                      readable);
     END IF;
     PERFORM mm_apply_policies(tbl, readable, writable);
     PERFORM mm_grant_table(tbl, deletable, protect, frozen);
@@ -788,7 +773,9 @@ CREATE FUNCTION public.mm_enter(p_token text) RETURNS text
 DECLARE
     who text := mm_gateway_prove(p_token);
 BEGIN
-    PERFORM pg_catalog.set_config('role', who, true);
+    IF mm_login_is_owner() THEN
+        PERFORM pg_catalog.set_config('role', who, true);
+    END IF;
     RETURN who;
 END $$;
 
@@ -805,21 +792,24 @@ BEGIN
     END IF;
     PERFORM mm_require_write(s.project_id);
     WITH gone AS (
-        DELETE FROM message_search WHERE session_id = p_session_id RETURNING project_id, doc_len, tsv
+        DELETE FROM message_search WHERE session_id = p_session_id AND part_month = s.part_month
+        RETURNING project_id, doc_len, tsv
     ), terms AS (
-        SELECT g.project_id, u.lexeme AS term, pg_catalog."count"(*) AS df FROM gone g, pg_catalog."unnest"(g.tsv) AS u GROUP BY 1, 2
+        SELECT g.project_id, u.lexeme AS term, pg_catalog.count(*) AS df
+        FROM gone g, pg_catalog.unnest(g.tsv) AS u GROUP BY 1, 2
     ), term_stats AS (
         UPDATE search_term_stats t SET df = t.df - x.df FROM terms x
         WHERE t.term = x.term AND t.project_id = x.project_id AND t.shard = p_shard
     ), doc_stats AS (
         UPDATE search_doc_stats d SET docs = d.docs - x.docs, total_len = d.total_len - x.total_len
-        FROM (SELECT project_id, pg_catalog."count"(*) AS docs, pg_catalog."sum"(doc_len) AS total_len FROM gone GROUP BY project_id) AS x
+        FROM (SELECT project_id, pg_catalog.count(*) AS docs, pg_catalog.sum(doc_len) AS total_len
+              FROM gone GROUP BY project_id) AS x
         WHERE d.project_id = x.project_id AND d.shard = p_shard
     )
     INSERT INTO search_progress AS p (session_id, project_id, indexed_seq, stored_seq)
     VALUES (p_session_id, s.project_id, coalesce(s.fork_seq, 0), s.last_seq)
     ON CONFLICT (session_id) DO UPDATE SET indexed_seq = excluded.indexed_seq, stored_seq = excluded.stored_seq,
-                                           updated_at = pg_catalog."now"();
+                                           updated_at = pg_catalog.now();
 END $$;
 
 CREATE FUNCTION public.mm_fork(p_snapshot_id bigint, p_session_id text, p_agent_source text, p_title text, p_meta jsonb) RETURNS SETOF public.sessions
@@ -885,6 +875,9 @@ CREATE FUNCTION public.mm_gateway_prove(p_token text) RETURNS text
 DECLARE
     who text;
 BEGIN
+    IF mm_gateway_tampered() THEN
+        PERFORM mm_gateway_untamper();
+    END IF;
     SELECT t.role_name INTO who
     FROM access_tokens t JOIN pg_catalog.pg_roles r ON r.rolname = t.role_name::name
     WHERE t.token_sha256 = pg_catalog.sha256(pg_catalog.convert_to(coalesce(p_token, ''), 'UTF8'))
@@ -893,8 +886,48 @@ BEGIN
     IF who IS NULL THEN
         RAISE EXCEPTION 'the token was not accepted (revoked, expired or mistyped)' USING ERRCODE = 'MM403';
     END IF;
+    PERFORM pg_catalog.set_config('mm.gateway_role', who, true);
     PERFORM pg_catalog.set_config('mm.gateway_proof', mm_gateway_proof(who), true);
     RETURN who;
+END $$;
+
+CREATE FUNCTION public.mm_gateway_tampered() RETURNS boolean
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    SELECT EXISTS (
+        SELECT 1 FROM pg_catalog.pg_db_role_setting s
+        WHERE s.setrole = session_user::regrole
+          AND NOT (mm_tables_schema() <> 'public'
+                   AND s.setdatabase = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database())
+                   AND s.setconfig = ARRAY['search_path=' || mm_tables_schema()]))
+$$;
+
+CREATE FUNCTION public.mm_gateway_untamper() RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    d text;
+BEGIN
+    IF NOT pg_catalog.pg_has_role(session_user, 'mcp_memory_gateway', 'MEMBER') THEN
+        RETURN;  -- a token role's own limits are set by token create; only a gateway serves others
+    END IF;
+    RAISE WARNING 'mcp-memory: the session defaults of gateway % were changed; undone', session_user;
+    EXECUTE pg_catalog.format('ALTER ROLE %I RESET ALL', session_user);
+    FOR d IN SELECT db.datname FROM pg_catalog.pg_db_role_setting s JOIN pg_catalog.pg_database db ON db.oid = s.setdatabase
+             WHERE s.setrole = session_user::regrole LOOP
+        EXECUTE pg_catalog.format('ALTER ROLE %I IN DATABASE %I RESET ALL', session_user, d);
+    END LOOP;
+    IF mm_tables_schema() <> 'public' THEN
+        EXECUTE pg_catalog.format('ALTER ROLE %I IN DATABASE %I SET search_path = %s', session_user,
+                                  pg_catalog.current_database(), mm_tables_schema());
+    END IF;
+    PERFORM pg_catalog.pg_terminate_backend(a.pid) FROM pg_catalog.pg_stat_activity a
+    WHERE a.usename = session_user AND a.state = 'idle' AND a.pid <> pg_catalog.pg_backend_pid();
+EXCEPTION WHEN insufficient_privilege THEN
+    RAISE WARNING 'mcp-memory: the session defaults of gateway % were changed and this owner may not undo them '
+                  '(needs CREATEROLE): ALTER ROLE % RESET ALL', session_user, session_user;
 END $$;
 
 CREATE FUNCTION public.mm_grant_table(tbl regclass, deletable boolean DEFAULT true, protect text[] DEFAULT '{}'::text[], frozen text[] DEFAULT '{}'::text[]) RETURNS void
@@ -907,6 +940,36 @@ BEGIN
     END IF;
     EXECUTE pg_catalog."format"('GRANT SELECT ON %s TO mcp_memory_ro, mcp_memory_rw, mcp_memory_archiver', tbl);
     EXECUTE pg_catalog."format"('REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON %s FROM mcp_memory_ro, mcp_memory_rw', tbl);
+END $$;
+
+CREATE FUNCTION public.mm_harden_backends() RETURNS text[]
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    f regprocedure;
+    owner_name text := (SELECT c.relowner::regrole::text FROM pg_catalog.pg_class c WHERE c.oid = 'sessions'::regclass);
+    done text[] := '{}';
+BEGIN
+    IF NOT coalesce((SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.rolname = current_user), false) THEN
+        RAISE NOTICE 'mcp-memory: only a superuser can take pg_stat_activity and pg_terminate_backend from PUBLIC '
+                     '(install/pgbouncer/auth_query.sql does it); a gateway''s pooled backends can still see and end each other';
+        RETURN done;
+    END IF;
+    FOR f IN
+        SELECT p.oid::regprocedure FROM pg_catalog.pg_proc p
+        WHERE p.pronamespace = 'pg_catalog'::regnamespace
+          AND (p.proname IN ('pg_stat_get_activity', 'pg_stat_get_progress_info', 'pg_terminate_backend',
+                             'pg_cancel_backend')
+               OR p.proname LIKE 'pg\_stat\_get\_backend\_%')
+    LOOP
+        EXECUTE pg_catalog.format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', f);
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s', f, owner_name);
+        done := done || f::text;
+    END LOOP;
+    REVOKE SELECT ON pg_catalog.pg_stat_activity FROM PUBLIC;
+    EXECUTE pg_catalog.format('GRANT SELECT ON pg_catalog.pg_stat_activity TO %s', owner_name);
+    RETURN done;
 END $$;
 
 CREATE FUNCTION public.mm_harden_partitions() RETURNS text[]
@@ -1051,6 +1114,44 @@ CREATE FUNCTION public.mm_is_owner(who text) RETURNS boolean
                                                            WHERE c.oid = 'sessions'::regclass), 'MEMBER'::text), false))
 $$;
 
+CREATE FUNCTION public.mm_login_is_owner() RETURNS boolean
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    SELECT mm_is_owner(session_user::text)
+$$;
+
+CREATE FUNCTION public.mm_login_role() RETURNS text
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    r text := pg_catalog.current_setting('role');
+    proven text;
+    shown text;
+BEGIN
+    IF r = 'none' OR r = session_user::text THEN
+        proven := pg_catalog.current_setting('mm.gateway_role', true);
+        IF proven IS NULL OR proven = '' THEN
+            RETURN session_user::text;
+        END IF;
+        shown := pg_catalog.current_setting('mm.gateway_proof', true);
+        -- compared as digests: no early exit on the first differing character of the secret value
+        IF shown IS NOT NULL AND pg_catalog.sha256(pg_catalog.convert_to(shown, 'UTF8'))
+                                 = pg_catalog.sha256(pg_catalog.convert_to(mm_gateway_proof(proven), 'UTF8')) THEN
+            RETURN proven;
+        END IF;
+        RETURN session_user::text;
+    END IF;
+    IF mm_is_owner(session_user::text) THEN
+        RETURN r;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM access_tokens t WHERE t.role_name = r) THEN
+        RETURN r;
+    END IF;
+    RETURN session_user::text;
+END $$;
+
 CREATE FUNCTION public.mm_may_read(project text) RETURNS boolean
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
@@ -1149,6 +1250,13 @@ CREATE FUNCTION public.mm_read_caller() RETURNS text
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
     SELECT mm_caller()
+$$;
+
+CREATE FUNCTION public.mm_read_owner() RETURNS boolean
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    SELECT mm_is_owner(mm_caller())
 $$;
 
 CREATE FUNCTION public.mm_read_scope() RETURNS text[]
@@ -1589,6 +1697,13 @@ BEGIN
     RETURN NEW;
 END $$;
 
+CREATE FUNCTION public.mm_session_month(p_session_id text) RETURNS date
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    SELECT s.part_month FROM sessions s WHERE s.session_id = p_session_id
+$$;
+
 CREATE FUNCTION public.mm_session_month_fixed() RETURNS trigger
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
@@ -1713,11 +1828,26 @@ BEGIN
     DO UPDATE SET done_seq = greatest(w.done_seq, excluded.done_seq), updated_at = pg_catalog.now();
 END $_$;
 
+CREATE FUNCTION public.mm_tables_schema() RETURNS text
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    SELECT c.relnamespace::regnamespace::text FROM pg_catalog.pg_class c WHERE c.oid = 'sessions'::regclass
+$$;
+
 CREATE FUNCTION public.mm_token_count() RETURNS bigint
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
     SELECT pg_catalog.count(*) FROM access_tokens
+$$;
+
+CREATE FUNCTION public.mm_token_name(p_login text) RETURNS text
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    SELECT coalesce((SELECT coalesce(t.token_name, t.role_name) FROM access_tokens t WHERE t.role_name = p_login),
+                    p_login)
 $$;
 
 CREATE FUNCTION public.mm_token_projects(writable boolean) RETURNS text[]
@@ -1726,7 +1856,7 @@ CREATE FUNCTION public.mm_token_projects(writable boolean) RETURNS text[]
     AS $$
     SELECT coalesce(pg_catalog.array_agg(p.project_id), '{}')
     FROM access_token_projects p JOIN access_tokens t ON t.role_name = p.role_name
-    WHERE t.role_name = current_user AND t.role_name = mm_caller() AND (NOT writable OR NOT t.read_only)
+    WHERE t.role_name = mm_caller() AND (NOT writable OR NOT t.read_only)
 $$;
 
 CREATE FUNCTION public.mm_update_decision(p_decision_id text, p_expected_version integer, p_status text, p_summary text, p_rationale text, p_alternatives jsonb, p_metadata jsonb, p_tsv tsvector) RETURNS integer
@@ -1833,7 +1963,7 @@ CREATE VIEW mm_read.decisions WITH (security_barrier='true') AS
     created_at,
     updated_at
    FROM public.decisions d
-  WHERE (('*'::text = ANY (( SELECT public.mm_read_scope() AS mm_read_scope)::text[])) OR (visibility = 'public'::text) OR ((project_id = ANY (( SELECT public.mm_read_scope() AS mm_read_scope)::text[])) AND ((visibility <> 'private'::text) OR (created_by = ( SELECT public.mm_read_caller() AS mm_read_caller)))));
+  WHERE ((visibility = 'public'::text) OR (((project_id = ANY (( SELECT public.mm_read_scope() AS mm_read_scope)::text[])) OR ('*'::text = ANY (( SELECT public.mm_read_scope() AS mm_read_scope)::text[]))) AND ((visibility <> 'private'::text) OR (created_by = ( SELECT public.mm_read_caller() AS mm_read_caller)) OR ( SELECT public.mm_read_owner() AS mm_read_owner))));
 
 CREATE TABLE public.messages (
     session_id text NOT NULL,
@@ -2451,9 +2581,9 @@ CREATE POLICY mm_insert ON public.sessions FOR INSERT WITH CHECK (((project_id =
 
 CREATE POLICY mm_insert ON public.snapshots FOR INSERT WITH CHECK (((project_id = ANY (( SELECT public.mm_token_projects(true) AS mm_token_projects)::text[])) OR ('*'::text = ANY (( SELECT public.mm_token_projects(true) AS mm_token_projects)::text[]))));
 
-CREATE POLICY mm_own ON public.access_token_projects FOR SELECT USING (((role_name = CURRENT_USER) AND (role_name = ( SELECT public.mm_caller() AS mm_caller))));
+CREATE POLICY mm_own ON public.access_token_projects FOR SELECT USING ((role_name = ( SELECT public.mm_caller() AS mm_caller)));
 
-CREATE POLICY mm_own ON public.access_tokens FOR SELECT USING (((role_name = CURRENT_USER) AND (role_name = ( SELECT public.mm_caller() AS mm_caller))));
+CREATE POLICY mm_own ON public.access_tokens FOR SELECT USING ((COALESCE(token_name, role_name) = ( SELECT public.mm_caller() AS mm_caller)));
 
 CREATE POLICY mm_read ON public.decision_versions FOR SELECT USING (((project_id = ANY (( SELECT public.mm_token_projects(false) AS mm_token_projects)::text[])) OR ('*'::text = ANY (( SELECT public.mm_token_projects(false) AS mm_token_projects)::text[]))));
 
