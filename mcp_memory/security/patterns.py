@@ -73,7 +73,8 @@ KEY_CHARS = "A-Za-z0-9_.\\-"  # what a key is made of (the run around an anchor,
 # a quoted value runs to its closing quote (a passphrase has spaces; escaped quotes are part of it, as
 # in JSON text); an unquoted one to a separator
 # (a quote followed by a space or `,:}])` closes the string that holds the assignment: `"token=", "a": …`)
-_QUOTED = r"""(?P<quote>["'`])(?![\s,;:}\])])(?P<qsecret>(?:\\[^\n]|(?!(?P=quote))[^\\\n]){1,4096}+)(?P=quote)"""
+# (an unescaped `"` ends any quoted value: in JSON text a `'…'` value never runs into the next string)
+_QUOTED = r"""(?P<quote>["'`])(?![\s,;:}\])])(?P<qsecret>(?:\\[^\n]|(?!(?P=quote))[^\\\n"]){1,4096}+)(?P=quote)"""
 # (all of it, or none: `token = cache.get(key)` is a call, not a shorter value)
 # (an unquoted value is read whole, at most 4 KiB, and a call's `(` after it is captured rather than
 # failing the match, so a text of `token=token=…(` is read once, not once per key word)
