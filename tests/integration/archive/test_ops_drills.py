@@ -112,7 +112,16 @@ def test_archiver_install_sets_up_what_the_service_unit_expects(tmp_path: Path) 
 # the database releases behind this code: migrations 0024, 0022, 0019 and 0018 undone, 0023 and 0021
 # unrecorded (their steps run again on their own result: the tables are already partitioned, the
 # append function is replaced)
-ROLLBACK = ("DROP FUNCTION mm_harden_partitions()", "DELETE FROM schema_migrations WHERE version = 25",
+ROLLBACK = (
+    # 0029 (one caller per token): mm_caller back to 0026's, its policies as 0026 left them
+    "DROP POLICY mm_own ON access_tokens", "DROP POLICY mm_own ON access_token_projects",
+    "DROP POLICY mm_read ON decisions", "DROP FUNCTION mm_caller()", "ALTER FUNCTION mm_login_role() RENAME TO mm_caller",
+    "DROP FUNCTION mm_token_name(text)",
+    "CREATE POLICY mm_own ON access_tokens FOR SELECT USING (role_name = (SELECT mm_caller()))",
+    "CREATE POLICY mm_own ON access_token_projects FOR SELECT USING (role_name = (SELECT mm_caller()))",
+    "CREATE POLICY mm_read ON decisions FOR SELECT USING (visibility = 'public' OR created_by = (SELECT mm_caller()))",
+    "DELETE FROM schema_migrations WHERE version = 29",
+    "DROP FUNCTION mm_harden_partitions()", "DELETE FROM schema_migrations WHERE version = 25",
             "DROP FUNCTION mm_restore_month(date)", "ALTER TABLE retired_months DROP COLUMN archive_commit",
             "DELETE FROM schema_migrations WHERE version = 24", "DELETE FROM schema_migrations WHERE version = 23", "DROP INDEX message_search_created", "DELETE FROM schema_migrations WHERE version = 22",
             "DELETE FROM schema_migrations WHERE version = 21",
