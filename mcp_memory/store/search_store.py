@@ -27,8 +27,6 @@ SHARDS = 8
 # many) takes its newest matches as candidates: ranking every row holding a common word grows with
 # the corpus (README, "Growth"). Below it, every match is ranked, as the relevance tuning assumes.
 NEWEST_ABOVE = 2_000
-_BY_RANK = sql.SQL("ts_rank(m.tsv, %(match)s::tsquery) DESC, m.created_at DESC, m.session_id, m.seq")
-_NEWEST = sql.SQL("m.created_at DESC")
 _SEGMENT = ("EXISTS (SELECT 1 FROM unnest(%(seg_sessions)s::text[], %(seg_lower)s::bigint[], %(seg_upper)s::bigint[])"
             " AS g(sid, lo, hi) WHERE g.sid = {t}.session_id AND {t}.seq > g.lo AND {t}.seq <= g.hi)")
 # Up to this many segments (a fork lineage's depth), their months are named one by one (segment_months)
@@ -100,20 +98,6 @@ class Scope:
             "seg_lower": [s[1] for s in segs] if segs is not None else None,
             "seg_upper": [s[2] for s in segs] if segs is not None else None,
         }
-
-    def candidate_filters(self) -> sql.Composable:
-        """The conditions on message_search `m` of the candidate scan (the role applies to results)."""
-        return conditions([
-            (not self.echoes, "NOT m.echo"),
-            (self.project_id is not None, "m.project_id = %(project_id)s"),
-            (self.role is not None, "m.role = %(role)s"),
-            (self.since is not None, "m.created_at >= %(since)s"),
-            (self.until is not None, "m.created_at < %(until)s"),
-            (self.agent_source is not None,
-             "m.session_id IN (SELECT session_id FROM sessions WHERE agent_source = %(agent_source)s)"),
-            (self.segments is not None, "m.session_id = ANY(%(seg_sessions)s::text[]) AND " + _SEGMENT.format(t="m")),
-            segment_months("m", self.segments),
-        ])
 
     def hit_filters(self, *, required: bool) -> sql.Composable:
         """The same conditions on the rows shown (message_search `ms`, sessions `s`, messages `m`)."""
@@ -209,14 +193,15 @@ class SearchStore(Statements):
         expected: int | None = None,
     ) -> list[Candidate]:
         """`expected`: how many rows the match holds in the scope by the statistics (the sum of the
-        matching terms' document frequencies); above NEWEST_ABOVE the `pool` newest are the candidates."""
+        matching terms' document frequencies); above NEWEST_ABOVE the `pool` newest are the candidates.
+        The scan runs in mm_search_candidates (migration 0030): as a token, under row-level security,
+        the planner could not use the GIN index for the match."""
         terms = sorted(weights)
-        newest = expected is not None and expected > NEWEST_ABOVE
         params = {**scope.params(), "match": match, "terms": terms, "weights": [weights[t] for t in terms],
-                  "avg_len": avg_len, "k1": k1, "b": b, "pool": pool}
-        query = composed("search_candidates", scope=scope.candidate_filters(), order=_NEWEST if newest else _BY_RANK)
+                  "avg_len": avg_len, "k1": k1, "b": b, "pool": pool,
+                  "newest": expected is not None and expected > NEWEST_ABOVE}
         return [Candidate(r["session_id"], r["seq"], r["created_at"], float(r["score"]))
-                for r in self._rows(query, params)]
+                for r in self._rows(q("search_candidates"), params)]
 
     def hits(self, *, scope: Scope, keys: Sequence[tuple[str, int]], required: str | None) -> list[dict[str, Any]]:
         params = {**scope.params(), "sessions": [k[0] for k in keys], "seqs": [k[1] for k in keys],

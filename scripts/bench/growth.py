@@ -13,7 +13,11 @@ next to a physical limit measured in the same run:
 - append_messages of 20 vs a raw 20-row INSERT + COMMIT;
 - the last page (100) of a very long session (read_session) vs a raw index lookup of those rows;
 - search_messages (fts) p50/p95 for a rare and a common word, in one project and in all,
-  vs a raw GIN lookup of the same word (LIMIT 10);
+  vs a raw GIN lookup of the same word (LIMIT 10, as the owner), measured as each caller of
+  `--callers`: `token` (a read-only token of every project, logged in directly, as a host
+  searches), `pgbouncer` (the same token through a PgBouncer started with the guide's settings,
+  gateway mode) and `owner` (the database owner); each with the package's shipped timeouts, a call
+  cut off by them counted in `errors`;
 - table and index sizes, and VACUUM ANALYZE of messages and message_search.
 Progress goes to stderr; --json prints one JSON document at the end.
 """
@@ -21,11 +25,13 @@ Progress goes to stderr; --json prints one JSON document at the end.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import random
 import statistics
 import tempfile
 import time
+import uuid
 from dataclasses import replace
 from typing import Any
 
@@ -37,10 +43,12 @@ from psycopg.types.json import Jsonb
 from search_bench import percentile as pct
 from search_bench import sentence, timed
 
-from mcp_memory.config import load_settings
+from mcp_memory.config import Settings, load_settings
 from mcp_memory.search.query import lexeme
 from mcp_memory.search.tokenizer import iter_terms
+from mcp_memory.security import tokens
 from mcp_memory.store import migrate
+from mcp_memory.store.db import Database
 from mcp_memory.wiring import build
 
 DEFAULT_DSN = "host=/var/run/postgresql port=5441 user=postgres dbname=mm_growth"
@@ -91,10 +99,10 @@ def grow(conn, pool_factory, target: int, state: dict) -> None:
     progress(f"GIN index rebuilt ({time.perf_counter() - start:.0f} s)")
 
 
-def figure(values: list[float], limit: list[float] | None = None) -> dict[str, Any]:
+def figure(values: list[float], limit: list[float] | None = None, errors: int = 0) -> dict[str, Any]:
     out: dict[str, Any] = {"p50": round(statistics.median(values), 2), "p95": round(pct(values, 0.95), 2),
                            "max": round(max(values), 2), "n": len(values),
-                           "over_1s": sum(1 for v in values if v > 1000)}
+                           "over_1s": sum(1 for v in values if v > 1000), "errors": errors}
     if limit:
         out["limit_p50"] = round(statistics.median(limit), 2)
         out["limit_p95"] = round(pct(limit, 0.95), 2)
@@ -155,7 +163,9 @@ def lexeme_of(word: str) -> str:
     return lexeme(term)
 
 
-def bench_search(service, conn, queries: int, *, rare_only_n: int | None = None) -> dict[str, Any]:
+def bench_search(callers: dict[str, Any], conn, queries: int, *, rare_only_n: int | None = None) -> dict[str, Any]:
+    """Each figure as each caller (name → Service): keys search_<word>_<scope>[_<caller>] (the owner's
+    without a suffix, as before)."""
     rng = random.Random(5)
     rare = list(rng.sample(RARE_WORDS, 2000))
     present = [r[0] for r in conn.execute(
@@ -171,9 +181,6 @@ def bench_search(service, conn, queries: int, *, rare_only_n: int | None = None)
             picks = [(words[i % len(words)], projects[i % len(projects)] if scope == "project" else None)
                      for i in range(n)]
 
-            def real(i: int, picks=picks) -> None:
-                service.search_messages(picks[i][0], project_id=picks[i][1], mode="fts")
-
             def raw(i: int, picks=picks) -> None:
                 word, project = picks[i]
                 sql = "SELECT session_id, seq FROM message_search WHERE tsv @@ %s::tsquery"
@@ -182,10 +189,23 @@ def bench_search(service, conn, queries: int, *, rare_only_n: int | None = None)
                     sql, args = sql + " AND project_id = %s", (*args, project)
                 conn.execute(sql + " LIMIT 10", args, prepare=False).fetchall()
 
-            label = f"search_{word_kind}_{scope}"
-            real(0)  # a first call loads the tokenizer's tables
-            out[label] = figure(timed(real, n), timed(raw, n))
-            progress(f"{label}: {out[label]}")
+            limit = timed(raw, n)
+            for caller, service in callers.items():
+                errors: list[str] = []
+
+                def real(i: int, picks=picks, service=service, errors=errors) -> None:
+                    try:
+                        service.search_messages(picks[i][0], project_id=picks[i][1], mode="fts")
+                    except Exception as exc:  # a call cut off by the shipped timeouts counts, and the run goes on
+                        errors.append(f"{type(exc).__name__}: {exc}")
+
+                label = f"search_{word_kind}_{scope}" + ("" if caller == "owner" else f"_{caller}")
+                real(0)  # a first call loads the tokenizer's tables
+                errors.clear()
+                out[label] = figure(timed(real, n), limit, errors=len(errors))
+                if errors:
+                    out[label]["first_error"] = errors[0][:200]
+                progress(f"{label}: {out[label]}")
     conn.rollback()
     return out
 
@@ -211,11 +231,11 @@ def vacuum(dsn: str) -> dict[str, float]:
     return out
 
 
-def measure(dsn: str, service, args) -> dict[str, Any]:
+def measure(dsn: str, service, callers: dict[str, Any], args) -> dict[str, Any]:
     with psycopg.connect(dsn) as conn:
         result: dict[str, Any] = {"messages": loaded(conn)}
         if args.only_search:  # e.g. the code before a change to search, on the same data
-            result.update(bench_search(service, conn, args.queries, rare_only_n=args.slow_queries))
+            result.update(bench_search(callers, conn, args.queries, rare_only_n=args.slow_queries))
             return result
         result["vacuum_analyze_s"] = vacuum(dsn)
         progress(f"vacuum analyze {result['vacuum_analyze_s']}")
@@ -223,7 +243,7 @@ def measure(dsn: str, service, args) -> dict[str, Any]:
         progress(f"append {result['append_single']} batch {result['append_batch20']}")
         result.update(bench_read(service, conn, args.queries))
         progress(f"last page {result['last_page']}")
-        result.update(bench_search(service, conn, args.queries))
+        result.update(bench_search(callers, conn, args.queries))
         result["sizes"] = sizes(conn)
         conn.commit()
     return result
@@ -234,15 +254,60 @@ def report(results: list[dict[str, Any]]) -> None:
             ("search_rare_project", "rare, project"), ("search_rare_all", "rare, all"),
             ("search_common_project", "common, project"), ("search_common_all", "common, all"),
             ("search_very_common_project", "v. common, project"), ("search_very_common_all", "v. common, all")]
+    cols = [(key + suffix, label + tag) for key, label in cols
+            for suffix, tag in (("", ""), ("_token", " (token)"), ("_pgbouncer", " (pgbouncer)"))]
     for key, label in cols:
         if key not in results[0]:
             continue
-        print(f"{label:<18}" + "".join(
+        print(f"{label:<32}" + "".join(
             f"  {r['messages'] / 1e6:>4.0f}M p50 {r[key]['p50']:8.1f} p95 {r[key]['p95']:8.1f} "
-            f"(limit p50 {r[key].get('limit_p50', 0):6.1f})" for r in results))
+            f"(limit p50 {r[key].get('limit_p50', 0):6.1f}, errors {r[key].get('errors', 0)})" for r in results))
     for r in results:
         if "sizes" in r:
             print(f"{r['messages']:,} messages: sizes {r['sizes']}; VACUUM ANALYZE {r['vacuum_analyze_s']} s")
+
+
+def searchers(stack: contextlib.ExitStack, settings: Settings, dsn: str, wanted: list[str], *,
+              owner_service) -> dict[str, Any]:
+    """caller → the Service that searches as it: a read-only token of every project (dropped at the
+    end), directly and through PgBouncer (scripts/bench/pool_tier_support.py: the guide's settings,
+    auth_query, the gateway login forced), and the owner."""
+    out: dict[str, Any] = {}
+    if "token" in wanted or "pgbouncer" in wanted:
+        owner = Database(settings)
+        stack.callback(owner.close)
+        tag = uuid.uuid4().hex[:6]
+        token = tokens.create(owner, name=f"growth_{tag}", projects=["*"], read_only=True)
+        stack.callback(tokens.revoke, owner, token.name)
+        if "token" in wanted:
+            out["token"] = host_service(stack, settings, token.dsn, token.token)
+        if "pgbouncer" in wanted:
+            from pool_tier_support import bouncer  # same folder; starts PgBouncer, stopped by its PID
+
+            gateway = tokens.create_gateway(owner, name=f"growth_{tag}_gw")
+            stack.callback(drop_roles, dsn, [gateway.role])
+            stack.callback(drop_roles, dsn, [f"mmbench_{tag}_pgb"])  # its lookup login, once it has stopped
+            port, _lookup = stack.enter_context(bouncer(dsn, gateway, max_clients=50, tag=tag))
+            dbname = conninfo_to_dict(dsn)["dbname"]
+            pooled = make_conninfo("", host="127.0.0.1", port=port, dbname=dbname, user=token.role)
+            out["pgbouncer"] = host_service(stack, settings, pooled, token.token, gateway=True)
+    if "owner" in wanted:
+        out["owner"] = owner_service
+    return out
+
+
+def host_service(stack: contextlib.ExitStack, settings: Settings, dsn: str, password: str, *, gateway: bool = False):
+    host = build(replace(settings, dsn=dsn, password=password, pgbouncer=gateway, gateway=gateway, pool_min=0,
+                         pool_max=2, auto_migrate=False), application_name="growth bench host", local=False)
+    stack.callback(host.db.close)
+    return host
+
+
+def drop_roles(dsn: str, roles: list[str]) -> None:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for role in roles:
+            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", (role,))
+            conn.execute(psycopg.sql.SQL("DROP ROLE IF EXISTS {}").format(psycopg.sql.Identifier(role)))
 
 
 def main() -> None:
@@ -257,17 +322,24 @@ def main() -> None:
     parser.add_argument("--only-search", action="store_true", help="measure search only")
     parser.add_argument("--slow-queries", type=int, help="at most this many common-word searches per figure")
     parser.add_argument("--verify", type=int, default=200, help="messages checked against the real indexer")
+    parser.add_argument("--callers", default="token,pgbouncer,owner",
+                        help="who searches: token (direct login), pgbouncer (gateway tier), owner")
     args = parser.parse_args()
     ensure_database(args.dsn)
     settings = load_settings(dsn=args.dsn, environ={"MCP_MEMORY_HOME": tempfile.gettempdir()})
-    # no cut-off: the figures show what a call costs, also beyond the 5 s statement timeout
-    settings = replace(settings, pool_max=2, statement_timeout=0, call_timeout=0)
-    service = build(settings)
+    # the owner's service loads and appends; searches run with the package's shipped timeouts
+    service = build(replace(settings, pool_max=2))
     service.indexer.submit = lambda session_id: None  # indexing is timed apart (search_bench.py)
-    state: dict = {}
+    wanted = [c.strip() for c in args.callers.split(",") if c.strip()]
+    unknown = sorted(set(wanted) - {"owner", "token", "pgbouncer"})
+    if unknown:
+        parser.error(f"--callers: unknown caller(s) {', '.join(unknown)}; choose from owner, token, pgbouncer")
     results = []
-    try:
+    with contextlib.ExitStack() as stack:
+        stack.callback(service.db.close)
+        callers = searchers(stack, settings, args.dsn, wanted, owner_service=service)
         targets = [] if args.no_load else [size_of(s) for s in args.sizes.split(",")]
+        state: dict = {}
         with psycopg.connect(args.dsn) as conn:
             for target in targets or [0]:
                 if target:
@@ -275,10 +347,8 @@ def main() -> None:
                     if args.verify:
                         progress(f"verify: {verify_sample(service, conn, args.verify)}")
                 if not args.no_measure:
-                    results.append(measure(args.dsn, service, args))
+                    results.append(measure(args.dsn, service, callers, args))
                     progress(f"measured at {results[-1]['messages']:,}")
-    finally:
-        service.db.close()
     if args.json:
         print(json.dumps(results, indent=1))
     elif results:

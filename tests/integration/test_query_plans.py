@@ -168,11 +168,40 @@ def combinations(names: list[str]) -> Iterator[tuple[str, ...]]:
         yield from itertools.combinations(names, size)
 
 
+# mm_search_candidates (migration 0030) runs the statement mm_search_candidates_query builds, with
+# these parameters ($1 … $16, in this order); `scope` ($16) is the caller's projects under a token
+CANDIDATE_TYPES = ("tsquery", "text[]", "float8[]", "float8", "float8", "float8", "integer", "text", "text",
+                   "timestamptz", "timestamptz", "text", "text[]", "bigint[]", "bigint[]", "text[]")
+
+
+def candidate_plan(conn: psycopg.Connection, scope: Scope, *, newest: bool, scoped: bool) -> dict[str, Any]:
+    """The generic plan of the candidate statement for this scope, as a token (`scoped`) or the owner."""
+    p = scope.params()
+    segments = len(scope.segments) if scope.segments is not None else None
+    text = conn.execute("SELECT mm_search_candidates_query(%s, %s, %s, %s, %s, %s, %s, %s, %s)", (
+        scoped, newest, scope.echoes, p["project_id"] is not None, p["role"] is not None, p["since"] is not None,
+        p["until"] is not None, p["agent_source"] is not None, segments)).fetchone()[0]
+    values = ["'order'", ["order"], [1.0], 5.0, 1.2, 0.75, 300, p["project_id"], p["role"], p["since"], p["until"],
+              p["agent_source"], p["seg_sessions"], p["seg_lower"], p["seg_upper"], ["plans"]]
+    conn.execute("SET plan_cache_mode = force_generic_plan")
+    conn.execute("SET enable_seqscan = off")  # tiny tables: show the plan the indexes allow
+    conn.execute(f"PREPARE hot({', '.join(CANDIDATE_TYPES)}) AS {text}")
+    try:
+        args = sql.SQL(", ").join(sql.SQL("{}::" + t).format(sql.Literal(v)) for v, t in zip(values, CANDIDATE_TYPES,
+                                                                                           strict=True))
+        row = conn.execute(sql.SQL("EXPLAIN (FORMAT JSON) EXECUTE hot({})").format(args)).fetchone()
+    finally:
+        conn.execute("DEALLOCATE hot")
+    assert row is not None
+    return row[0][0]["Plan"]
+
+
 @pytest.mark.parametrize("chosen", list(combinations(list(SCOPE_FILTERS))))
 @pytest.mark.parametrize("expected", [None, NEWEST_ABOVE + 1], ids=["every-match", "newest-cut"])
 def test_search_candidates_and_hits(recorded, chosen, expected) -> None:
     scope = Scope(**{name: SCOPE_FILTERS[name][0] for name in chosen})
     given = {SCOPE_FILTERS[n][1]: SCOPE_FILTERS[n][2] for n in chosen if n != "agent_source"}
+    given_all = given | ({"agent_source": "="} if "agent_source" in chosen else {})
 
     def run(conn: psycopg.Connection) -> None:
         store = SearchStore(conn)
@@ -180,10 +209,16 @@ def test_search_candidates_and_hits(recorded, chosen, expected) -> None:
                          pool=300, expected=expected)
         store.hits(scope=scope, keys=[(conn.sid, 1)], required="'order'")  # type: ignore[attr-defined]
 
-    candidates, hits = explain_recorded(recorded, run)
-    check_plan(candidates, given | ({"agent_source": "="} if "agent_source" in chosen else {}))
-    check_plan(hits, given | ({"agent_source": "="} if "agent_source" in chosen else {}))
-    assert "message_search" in relations(candidates)
+    called, hits = explain_recorded(recorded, run)
+    assert any(n.get("Function Name") == "mm_search_candidates" for n in nodes(called)), called
+    check_plan(hits, given_all)
+    newest = expected is not None
+    for scoped in (False, True):  # the owner, a token of one project: the same use of the indexes
+        candidates = candidate_plan(recorded, scope, newest=newest, scoped=scoped)
+        check_plan(candidates, given_all | ({"project_id": "= ANY"} if scoped else {}))
+        assert "message_search" in relations(candidates)
+        if not newest and not chosen:  # a rare word in every project: the GIN index finds the rows, for a token too
+            assert any("tsv @@ $1" in q for q in quals(candidates, ("Index Cond", "Recheck Cond"))), quals(candidates)
 
 
 def test_search_segments_and_echoes(recorded) -> None:
@@ -194,7 +229,8 @@ def test_search_segments_and_echoes(recorded) -> None:
         store.candidates(scope=scope, match="'order'", weights={"order": 1.0}, avg_len=5.0, k1=1.2, b=0.75, pool=300)
         store.hits(scope=scope, keys=[(conn.sid, 1)], required=None)  # type: ignore[attr-defined]
 
-    for plan in explain_recorded(recorded, run):
+    plans = explain_recorded(recorded, run)[1:] + [candidate_plan(recorded, scope, newest=False, scoped=True)]
+    for plan in plans:
         check_plan(plan, {})
         assert not any("echo" in q for q in quals(plan)), "echoes included: no echo condition"
 

@@ -17,27 +17,16 @@ SELECT coalesce(sum(docs), 0)::bigint AS docs, coalesce(sum(total_len), 0)::bigi
 FROM search_doc_stats WHERE {project};
 
 -- name: search_candidates
--- Stage 1 picks at most %(pool)s candidates with the GIN index and the filters (slot scope, composed
--- per call in search_store.py): the best by ts_rank, or, when the statistics say the terms match
--- more rows than search_store.NEWEST_ABOVE (a common word), the newest matches (slot order), read
--- newest first from a created_at index, so that the cost follows the answer and not the corpus
--- (README, "Growth"). Stage 2 scores them by BM25 over the query's terms (weights = query weight ×
--- idf, computed by the core); setweight + ts_filter keep only the query's lexemes of each vector
--- before it is unnested (the same term frequencies, without unnesting every lexeme of a long turn).
-WITH candidates AS (
-    SELECT m.session_id, m.seq, m.created_at, m.doc_len, m.tsv
-    FROM message_search m
-    WHERE m.tsv @@ %(match)s::tsquery AND {scope}
-    ORDER BY {order}
-    LIMIT %(pool)s
-)
-SELECT c.session_id, c.seq, c.created_at,
-       (SELECT coalesce(sum(w.weight * x.tf * (%(k1)s::float8 + 1)
-                            / (x.tf + %(k1)s::float8 * (1 - %(b)s::float8 + %(b)s::float8 * c.doc_len / %(avg_len)s::float8))), 0)
-        FROM (SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf
-              FROM unnest(ts_filter(setweight(c.tsv, 'A', %(terms)b::text[]), '{{a}}')) AS u) AS x
-        JOIN unnest(%(terms)b::text[], %(weights)s::float8[]) AS w(term, weight) ON w.term = x.lexeme) AS score
-FROM candidates c;
+-- The candidates of one search and their BM25 scores: mm_search_candidates (migration 0030) scans
+-- message_search with the GIN index and the given filters (NULL: not given) in the caller's scope,
+-- at most %(pool)s rows, the best by ts_rank or, when `newest` (the statistics say the terms match
+-- more rows than search_store.NEWEST_ABOVE: a common word), the newest matches (README, "Growth").
+SELECT session_id, seq, created_at, score
+FROM mm_search_candidates(%(match)s::tsquery, %(terms)b::text[], %(weights)s::float8[], %(avg_len)s::float8,
+                          %(k1)s::float8, %(b)s::float8, %(pool)s::integer, %(newest)s::boolean, %(echoes)s::boolean,
+                          %(project_id)s::text, %(role)s::text, %(since)s::timestamptz, %(until)s::timestamptz,
+                          %(agent_source)s::text, %(seg_sessions)s::text[], %(seg_lower)s::bigint[],
+                          %(seg_upper)s::bigint[]);
 
 -- name: search_hits
 -- The rows to show, with the same filters (a neighbour of a hit must pass them too) and the
