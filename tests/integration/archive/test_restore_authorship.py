@@ -175,3 +175,23 @@ def test_a_token_restores_nothing_and_sets_no_author(two_hosts, settings,
                      (shared, forged))
     assert db_rows(settings.dsn, "SELECT written_by FROM messages WHERE append_id = 'forged-author'") == \
         [(intruder.name,)]
+
+
+def test_the_restore_checklist_names_what_is_still_to_redo(two_hosts, second_db: str,  # noqa: F811
+                                                           profile: dict[str, str]) -> None:
+    _, repo, _ = two_hosts
+    _restore(profile, second_db, repo)
+    script = Path(__file__).resolve().parents[3] / "scripts" / "restore_checklist.py"
+    done = subprocess.run([sys.executable, str(script), "--dsn", second_db, "--json"], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 1, done.stderr
+    states = {row["name"]: row["state"] for row in json.loads(done.stdout)["checks"]}
+    # a new database: the restore brought no tokens, no archiver; the archive lag is already nothing
+    assert states["tokens"] == states["archiver"] == states["archiver_running"] == "todo"
+    assert states["archive_lag"] == "ok"
+    assert {states[k] for k in ("logins", "agents", "serve_http")} == {"by hand"}
+    with psycopg.connect(second_db, autocommit=True) as conn:  # the same database once tokens exist
+        conn.execute("INSERT INTO access_tokens (role_name, token_sha256) VALUES (current_user, '\\x00')")
+    after = json.loads(subprocess.run([sys.executable, str(script), "--dsn", second_db, "--json"],
+                                      capture_output=True, text=True, timeout=120, check=False).stdout)
+    assert {row["name"]: row["state"] for row in after["checks"]}["tokens"] == "ok"
