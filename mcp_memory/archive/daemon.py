@@ -28,7 +28,7 @@ from ..errors import Invalid, McpMemoryError, Unavailable
 from ..metrics import Sample
 from ..store.archive_store import ArchiveStore, ClaimedJob, LeaderLock, Listener, PooledConnection
 from ..store.db import Database, translate_errors
-from . import export, gitrepo, layout
+from . import export, gitrepo, gittags, layout
 from .options import ArchiverOptions
 
 log = logging.getLogger(__name__)
@@ -43,6 +43,7 @@ class RunSummary:
     done: int = 0
     retrying: int = 0
     failed: int = 0
+    renumbered: int = 0  # snapshots whose id the archive held for another (after a point-in-time restore)
     errors: list[str] = field(default_factory=list)
 
 
@@ -158,6 +159,10 @@ class Archiver:
             outcome = "refused"
         with self._queue() as queue:
             stale = queue.release_running()
+            # after a point-in-time restore the database hands out ids the archive has used already
+            if (floor := queue.snapshot_floor(gittags.highest_snapshot_id(self.options.repo))) is not None:
+                log.warning("snapshot ids moved past the archive's highest tag: the next one is %d (the "
+                            "database went back to an earlier point)", floor + 1)
         if stale or outcome == "reset":
             log.info("took over: %d stale job(s) back in the queue; repository %s", stale, outcome)
         return True
@@ -224,6 +229,9 @@ class Archiver:
         try:
             result = export.export_snapshot(self.db, self.options.repo, job.snapshot_id, checkpoint=self._checkpoint,
                                             progress=self._progress(job))
+        except export.IdTaken as exc:
+            self._renumber(job, exc)
+            return None
         except (McpMemoryError, OSError) as exc:
             if isinstance(exc, gitrepo.GitError):
                 self._heal()  # a git command killed by its timeout may have left a lock behind
@@ -234,6 +242,22 @@ class Archiver:
         log.info("snapshot %d: %s +%d line(s)%s", job.snapshot_id, result.session_id or "(already exported)",
                  result.lines, "" if result.already else f" → {result.commit[:10]}")
         return result.commit
+
+    def _renumber(self, job: ClaimedJob, exc: export.IdTaken) -> None:
+        """The snapshot's id is another snapshot's tag in the archive (a point-in-time restore took the
+        ids back): it gets the next id past the archive's highest tag and its job is pending again, so
+        the next cycle exports it; no attempt is counted and nothing waits for an admin."""
+        top = gittags.highest_snapshot_id(self.options.repo)
+        try:
+            with self._queue() as queue:
+                new_id = queue.renumber_snapshot(job.snapshot_id, top)
+                if self._due_before is not None:  # --once: the job, pending again now, is in this run
+                    self._due_before = queue.now()
+        except McpMemoryError as failure:
+            self._failed(job, failure)
+            return
+        log.warning("snapshot %d renumbered to %d: %s", job.snapshot_id, new_id, exc)
+        self.summary.renumbered += 1
 
     def _progress(self, job: ClaimedJob) -> export.Progress:
         """A large session's export: its progress in the log (every PROGRESS_SECONDS) and the job's

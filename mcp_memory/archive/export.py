@@ -108,10 +108,10 @@ def _same_snapshot(repo: Path, tag: str, snapshot_id: int, session_id: str, up_t
     nothing is skipped silently."""
     held = layout.parse_subject(gittags.tag_subject(repo, tag))
     if held is not None and held != (snapshot_id, session_id, up_to_seq):
-        raise Conflict(f"{tag} in the archive holds {held[1]} up to seq {held[2]}, but snapshot {snapshot_id} is "
+        raise IdTaken(f"{tag} in the archive holds {held[1]} up to seq {held[2]}, but snapshot {snapshot_id} is "
                        f"now {session_id} up to seq {up_to_seq}: the database's snapshot ids went back (restored "
-                       "to an earlier point?); move the snapshot sequence past the archive's highest tag "
-                       "(install/README.md, Backup and point-in-time restore) and retry the job")
+                       "to an earlier point?); the archiver gives the snapshot the next free id past the "
+                       "archive's highest tag (install/README.md, Backup and point-in-time restore)", snapshot_id)
 
 
 def _pages(db: Database, session_id: str, *, after: int, up_to: int, progress: Progress) -> Iterator[ExportRow]:
@@ -151,6 +151,15 @@ def snapshot_info(row: dict[str, Any]) -> layout.SnapshotInfo:
     )
 
 
+class IdTaken(Conflict):
+    """The snapshot's id names another snapshot in the archive (the database went back to an earlier
+    point): the archiver renumbers the snapshot instead of retrying (daemon._renumber)."""
+
+    def __init__(self, message: str, snapshot_id: int) -> None:
+        super().__init__(message)
+        self.snapshot_id = snapshot_id
+
+
 class Tampered(Invalid):
     """A stored row whose payload does not hash to its payload_hash: it is never archived (restore
     would refuse the line), and retrying does not make it right."""
@@ -168,7 +177,8 @@ def _chunks(session_id: str, rows: Iterator[ExportRow], counter: _Counter) -> It
             raise Tampered(f"session {session_id} seq {r.seq}: the stored payload does not match its payload_hash "
                            "(changed outside the write functions); not archived")
         batch.append(layout.message_line(session_id=session_id, seq=r.seq, append_id=r.append_id,
-                                         payload=r.payload, created_at=r.created_at, payload_hash=r.payload_hash))
+                                         payload=r.payload, created_at=r.created_at, payload_hash=r.payload_hash,
+                                         written_by=r.written_by))
         if len(batch) >= CHUNK_LINES:
             counter.lines += len(batch)
             yield "".join(batch)

@@ -89,3 +89,14 @@ def exact_commit(repo: Path, base: str, session_id: str, up_to_seq: int, message
 def retag(repo: Path, name: str, rev: str, message: str) -> None:
     """Point an existing annotated tag at another commit (verify --repair)."""
     git(repo, "tag", "-f", "-a", name, rev, "-F", "-", input=message)
+
+
+def highest_snapshot_id(repo: Path) -> int:
+    """The highest id among the `snapshot-<id>` tags (0 when there is none): after a point-in-time
+    restore the database's snapshot ids must move past it."""
+    if not (repo / ".git").exists() and not (repo / "HEAD").exists():
+        return 0
+    out = git(repo, "for-each-ref", "--format=%(refname:short)", "refs/tags/snapshot-*")
+    ids = [int(name.removeprefix("snapshot-")) for name in out.split()
+           if name.removeprefix("snapshot-").isdigit() and len(name) <= 40]
+    return max(ids, default=0)

@@ -1,7 +1,8 @@
 """The archive's file and commit formats (README, Git archive and restore): one place that writes and parses them.
 
 Lines: one neutral message per line — `session_id`, `seq`, `append_id`, the stored payload fields,
-`created_at` and `payload_sha256` (the database's payload_hash). The hash lets restore tell whether
+`created_at`, `payload_sha256` (the database's payload_hash) and `written_by` (the token or role the
+database recorded as the author; lines written before it was carried have none). The hash lets restore tell whether
 `created_at` was part of the client's payload (it is always on the line) and lets verify and restore
 detect an edited line.
 
@@ -26,7 +27,8 @@ DECISIONS_DIR = "decisions"
 CONTEXT_DIR = "context"
 BRANCH = "main"
 TRAILER = "mcp-memory-snapshot: "
-SERVER_FIELDS = ("session_id", "seq", "append_id", "payload_sha256")
+SERVER_FIELDS = ("session_id", "seq", "append_id", "payload_sha256", "written_by")
+AUTHOR_MAX = 200  # written_by is a role or token name (63 bytes in PostgreSQL); generous, still bounded
 _SUBJECT = re.compile(r"^snapshot (\d+): (\S+) up to seq (\d+)$")
 
 README = """\
@@ -39,7 +41,8 @@ mcp-memory (PostgreSQL stays the runtime truth). It is written by one archiver a
 ## Layout
 
 - `sessions/<session_id>.jsonl` — one neutral message (schema_version 1) per line, in `seq` order,
-  with `session_id`, `seq`, `append_id`, `created_at` and `payload_sha256`. Lines are only ever
+  with `session_id`, `seq`, `append_id`, `created_at`, `payload_sha256` and `written_by` (the
+  token that wrote it, as the database recorded it; restore keeps it). Lines are only ever
   appended. A fork's file holds only its own messages; its history before `fork_seq` is in the
   parent's file.
 - `sessions/<session_id>.meta.json` — the session's project, agent, title, meta and lineage
@@ -160,9 +163,11 @@ def parse_commit_message(message: str) -> SnapshotInfo | None:
 
 
 def message_line(*, session_id: str, seq: int, append_id: str, payload: dict[str, Any], created_at: datetime,
-                 payload_hash: bytes) -> str:
+                 payload_hash: bytes, written_by: str | None = None) -> str:
     record = {"session_id": session_id, "seq": seq, "append_id": append_id, **payload,
               "created_at": format_time(created_at), "payload_sha256": payload_hash.hex()}
+    if written_by is not None:  # after the payload: a payload key of that name never stands in for the author
+        record["written_by"] = written_by
     return json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
@@ -175,6 +180,7 @@ class ArchivedMessage:
     payload: dict[str, Any]
     created_at: datetime
     digest: bytes  # recomputed with payload_digest; equals the recorded payload_sha256
+    written_by: str | None = None  # None: a line from before the archive carried the author
 
 
 def parse_line(line: str, *, where: str) -> ArchivedMessage:
@@ -187,12 +193,23 @@ def parse_line(line: str, *, where: str) -> ArchivedMessage:
         created_at = datetime.fromisoformat(record["created_at"])
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise Invalid(f"{where}: not an archive line ({exc})") from None
+    written_by = _author(record.get("written_by"), where)
     payload = {k: v for k, v in record.items() if k not in SERVER_FIELDS}
     if payload_digest(payload) != recorded:
         payload.pop("created_at", None)  # the client sent no created_at: it is the server's time
         if payload_digest(payload) != recorded:
             raise Invalid(f"{where}: content does not match its payload_sha256 (the line was edited)")
-    return ArchivedMessage(session_id, seq, append_id, str(payload.get("role")), payload, created_at, recorded)
+    return ArchivedMessage(session_id, seq, append_id, str(payload.get("role")), payload, created_at, recorded,
+                           written_by)
+
+
+def _author(value: Any, where: str) -> str | None:
+    """The line's written_by: absent (an older archive), or the name of a role or token."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not 1 <= len(value) <= AUTHOR_MAX or "\x00" in value:
+        raise Invalid(f"{where}: written_by must be a string of 1 to {AUTHOR_MAX} characters without NUL")
+    return value
 
 
 def meta_document(session: dict[str, Any]) -> str:

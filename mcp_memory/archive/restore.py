@@ -61,6 +61,8 @@ class RestoreResult:
     decisions: int = 0  # decision versions
     context: int = 0  # context revisions
     indexed: int = 0
+    unattributed: int = 0  # messages whose line carried no written_by (an older archive): the owner's now
+    owner: str = ""  # the role that restored (and stands in for a missing author)
     warnings: list[str] = field(default_factory=list)
     bad_lines: list[BadLine] = field(default_factory=list)
     skipped_sessions: list[str] = field(default_factory=list)
@@ -71,12 +73,16 @@ class RestoreResult:
 
     def to_json(self) -> dict[str, Any]:
         return {"ok": self.ok, "sessions": self.sessions, "messages": self.messages, "snapshots": self.snapshots,
-                "decision_versions": self.decisions, "context_revisions": self.context, "indexed": self.indexed, "warnings": self.warnings,
+                "decision_versions": self.decisions, "context_revisions": self.context, "indexed": self.indexed,
+                "messages_without_author": self.unattributed, "warnings": self.warnings,
                 "bad_lines": [b.to_json() for b in self.bad_lines], "skipped_sessions": self.skipped_sessions}
 
     def line(self) -> str:
         text = (f"restored {self.sessions} session(s), {self.messages} message(s), {self.snapshots} snapshot(s), "
                 f"{self.decisions} decision version(s), {self.context} context revision(s)")
+        if self.unattributed:
+            text += (f"; {self.unattributed} message(s) had no author recorded in the archive (an older archive): "
+                     f"written_by is {self.owner or 'the restoring role'} for them")
         if not self.ok:
             text += f"; {len(self.bad_lines)} bad line(s), {len(self.skipped_sessions)} session(s) skipped"
         return text
@@ -102,11 +108,13 @@ def _restore_from(db: Database, archive: source.Source, reader: BlobReader, *, f
     for doc in cyclic:
         _skip(result, layout.meta_path(doc["session_id"]), "its lineage runs in a circle (a parent of its own)")
     restored: dict[str, int] = {}  # session → the last seq restored
+    snapshot_ids: list[int] = []  # the snapshots restored, all in the archive already
     with db.transaction(bounded=False) as conn:  # a whole archive: as long as it takes
         store = ArchiveStore(conn)
         if store.has_sessions() and not force:
             raise Invalid("the database already holds sessions; restore into an empty database, or pass --force "
                           "to add only what is missing")
+        result.owner = store.current_role()
         store.start_message_restore()
         for done, doc in enumerate(ordered, start=1):
             sid = doc["session_id"]
@@ -121,6 +129,7 @@ def _restore_from(db: Database, archive: source.Source, reader: BlobReader, *, f
                 with conn.transaction():
                     store.restore_session(doc)
                     result.messages += store.copy_session_messages(rows)
+                    result.unattributed += rows.unattributed
             except psycopg.Error as exc:
                 _skip(result, layout.meta_path(sid), f"the database refused the session: {_reason(exc)}")
                 continue
@@ -128,12 +137,14 @@ def _restore_from(db: Database, archive: source.Source, reader: BlobReader, *, f
                 rows.close()
             restored[sid] = rows.last_seq
             _restore_memory(store, conn, reader, files, doc, max_line, result)
-        _restore_snapshots(store, conn, read_snapshots(repo, rev, max_bytes=max_line), restored, result)
+        _restore_snapshots(store, conn, read_snapshots(repo, rev, max_bytes=max_line), restored, result,
+                           snapshot_ids)
         for doc in ordered:
             if doc["session_id"] in restored and doc.get("parent_snapshot_id") is not None \
                     and doc.get("parent_session_id"):
                 store.restore_parent_snapshot(doc["session_id"], doc["parent_snapshot_id"])
         store.restore_last_seq(list(restored))
+        store.restore_mark_archived(snapshot_ids)  # archived already: no false archive lag after a restore
         store.reset_snapshot_identity()
     result.sessions = len(restored)
     result.indexed = search.reindex(db)  # restored rows bypassed append: give them their search rows
@@ -196,7 +207,7 @@ def _memory_write(conn: psycopg.Connection, result: RestoreResult, path: str, nu
 
 
 def _restore_snapshots(store: ArchiveStore, conn: psycopg.Connection, snapshots: Iterable[layout.SnapshotInfo],
-                       restored: dict[str, int], result: RestoreResult) -> None:
+                       restored: dict[str, int], result: RestoreResult, snapshot_ids: list[int]) -> None:
     for snap in snapshots:
         if snap.session_id not in restored:
             result.warnings.append(f"snapshot {snap.snapshot_id}: session {snap.session_id} was not restored")
@@ -215,6 +226,7 @@ def _restore_snapshots(store: ArchiveStore, conn: psycopg.Connection, snapshots:
             result.warnings.append(f"snapshot {snap.snapshot_id}: the database refused it: {_reason(exc)}")
             continue
         result.snapshots += 1
+        snapshot_ids.append(snap.snapshot_id)
 
 
 def read_snapshots(repo: Path, rev: str, *, max_bytes: int) -> list[layout.SnapshotInfo]:
@@ -315,6 +327,7 @@ class SessionRows:
     def __init__(self, path: str, lines: Iterator[bytes | TooLong], doc: dict[str, Any], bad: list[BadLine]) -> None:
         self.path, self.lines, self.doc, self.bad = path, lines, doc, bad
         self.last_seq = doc.get("fork_seq") or 0
+        self.unattributed = 0  # lines without written_by
 
     def close(self) -> None:
         close = getattr(self.lines, "close", None)
@@ -334,7 +347,8 @@ class SessionRows:
                 return
             yield RestoredMessage(session_id=sid, seq=m.seq, project_id=self.doc["project_id"],
                                   append_id=m.append_id, role=m.role, payload=m.payload, payload_hash=m.digest,
-                                  created_at=m.created_at)
+                                  created_at=m.created_at, written_by=m.written_by)
+            self.unattributed += m.written_by is None
             self.last_seq = expected
             expected += 1
 

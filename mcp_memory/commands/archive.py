@@ -122,6 +122,8 @@ def _run(db: Database, settings: Settings, args: argparse.Namespace) -> int:
             server.close()
     if args.once:
         made = f", {summary.auto_snapshots} made by the automatic snapshot policy" if summary.auto_snapshots else ""
+        if summary.renumbered:  # after a point-in-time restore (install/README.md, section 9)
+            made += f", {summary.renumbered} renumbered past the archive's highest tag"
         print(f"exported {summary.exported} snapshot(s) ({summary.lines} new line(s){made}) to {options.repo}; "
               f"{summary.done} done, {summary.retrying} to retry, {summary.failed} failed")
         for error in summary.errors:

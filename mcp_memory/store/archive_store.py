@@ -38,6 +38,7 @@ class ExportRow:
     payload: dict[str, Any]
     payload_hash: bytes
     created_at: datetime
+    written_by: str
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class RestoredMessage:
     payload: dict[str, Any]
     payload_hash: bytes
     created_at: datetime
+    written_by: str | None = None  # None: the owner restoring stands in (an older archive)
 
 
 class ArchiveStore(Statements):
@@ -107,6 +109,17 @@ class ArchiveStore(Statements):
         rows = self.conn.execute(q("archive_requeue"), {"job_id": job_id}).fetchall()
         return sorted(row[0] for row in rows)
 
+    def snapshot_floor(self, top: int) -> int | None:
+        """Move the snapshot ids past `top` (the archive's highest tag); the new floor, or None when
+        they already were past it."""
+        value = scalar(self.conn, q("archive_snapshot_floor"), {"top": top}, what="archive_snapshot_floor")
+        return None if value is None else int(value)
+
+    def renumber_snapshot(self, snapshot_id: int, top: int) -> int:
+        """A snapshot whose id the archive holds for another: its new id (past `top`), job pending again."""
+        return int(scalar(self.conn, q("archive_renumber_snapshot"), {"snapshot_id": snapshot_id, "top": top},
+                          what="archive_renumber_snapshot"))
+
     def notify(self, payload: str) -> None:
         self.conn.execute(q("archive_notify"), {"payload": payload})
 
@@ -145,8 +158,8 @@ class ArchiveStore(Statements):
         with self.conn.cursor(name="archive_export", withhold=False) as cur:
             cur.itersize = 500
             cur.execute(q("archive_export_page"), params)
-            for seq, append_id, payload, digest, created_at, length in cur:
-                page.append(ExportRow(seq, append_id, payload, bytes(digest), created_at))
+            for seq, append_id, payload, digest, created_at, length, written_by in cur:
+                page.append(ExportRow(seq, append_id, payload, bytes(digest), created_at, written_by))
                 size += length
                 if size >= max_bytes:
                     break
@@ -192,6 +205,13 @@ class ArchiveStore(Statements):
     def has_sessions(self) -> bool:
         return bool(scalar(self.conn, q("restore_has_sessions"), what="restore_has_sessions"))
 
+    def current_role(self) -> str:
+        return str(scalar(self.conn, q("restore_current_role"), what="restore_current_role"))
+
+    def restore_mark_archived(self, snapshot_ids: list[int]) -> int:
+        """The restored snapshots' exports are done (they came from the archive); the jobs added."""
+        return self.conn.execute(q("restore_mark_archived"), {"snapshot_ids": snapshot_ids}).rowcount
+
     def restore_session(self, doc: dict[str, Any]) -> None:
         params = {key: doc.get(key) for key in ("session_id", "project_id", "agent_source", "title",
                                                 "parent_session_id", "fork_seq", "created_by", "created_at")}
@@ -207,7 +227,7 @@ class ArchiveStore(Statements):
         with self.conn.cursor() as cur, cur.copy(q("restore_copy_messages")) as copy:
             for r in rows:
                 copy.write_row((r.session_id, r.seq, r.project_id, r.append_id, r.role, Jsonb(r.payload),
-                                r.payload_hash, r.created_at))
+                                r.payload_hash, r.created_at, r.written_by))
         return self.conn.execute(q("restore_insert_messages")).rowcount
 
     def restore_decision(self, *, session_id: str, project_id: str, row: dict[str, Any], tsv: str,

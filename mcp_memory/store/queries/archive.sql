@@ -108,20 +108,24 @@ VALUES (%(session_id)s, %(project_id)s, %(agent_source)s, %(title)s, %(meta)s, 0
 ON CONFLICT (session_id) DO NOTHING;
 
 -- name: restore_temp_messages
+-- written_by nullable here: a line of an older archive has no author (the owner restoring stands in)
 CREATE TEMP TABLE restore_messages ON COMMIT DROP AS
-SELECT session_id, seq, project_id, append_id, role, payload, payload_hash, created_at FROM messages WITH NO DATA;
+SELECT session_id, seq, project_id, append_id, role, payload, payload_hash, created_at,
+       NULL::text AS written_by FROM messages WITH NO DATA;
 
 -- name: restore_clear_temp
 TRUNCATE restore_messages;
 
 -- name: restore_copy_messages
-COPY restore_messages (session_id, seq, project_id, append_id, role, payload, payload_hash, created_at)
+COPY restore_messages (session_id, seq, project_id, append_id, role, payload, payload_hash, created_at, written_by)
 FROM STDIN;
 
 -- name: restore_insert_messages
 -- part_month: the month of the restored session row (migration 0021)
-INSERT INTO messages (session_id, seq, project_id, append_id, role, payload, payload_hash, created_at, part_month)
-SELECT r.session_id, r.seq, r.project_id, r.append_id, r.role, r.payload, r.payload_hash, r.created_at, s.part_month
+INSERT INTO messages (session_id, seq, project_id, append_id, role, payload, payload_hash, created_at, written_by,
+                      part_month)
+SELECT r.session_id, r.seq, r.project_id, r.append_id, r.role, r.payload, r.payload_hash, r.created_at,
+       coalesce(r.written_by, current_user), s.part_month
 FROM restore_messages r JOIN sessions s ON s.session_id = r.session_id
 ON CONFLICT DO NOTHING;
 
@@ -144,6 +148,18 @@ SET last_seq = greatest(s.last_seq, coalesce(s.fork_seq, 0),
                         coalesce((SELECT max(up_to_seq) FROM snapshots n WHERE n.session_id = s.session_id), 0)),
     updated_at = now()
 WHERE s.session_id = ANY(%(session_ids)s);
+
+-- name: restore_current_role
+SELECT current_user;
+
+-- name: restore_mark_archived
+-- A restored snapshot came from the archive: its export is done (archive status and /metrics then
+-- count nothing of it as waiting). A snapshot that already has a job (restore --force) keeps it.
+INSERT INTO export_jobs (snapshot_id, session_id, project_id, status, finished_at, last_error)
+SELECT n.snapshot_id, n.session_id, n.project_id, 'done', now(), NULL
+FROM snapshots n
+WHERE n.snapshot_id = ANY(%(snapshot_ids)s)
+  AND NOT EXISTS (SELECT 1 FROM export_jobs j WHERE j.snapshot_id = n.snapshot_id);
 
 -- name: restore_reset_identity
 -- Snapshots keep their ids: move the identity past them so new snapshots never reuse a tag name.
@@ -204,7 +220,7 @@ SELECT mm_archive_unclaim(%(job_ids)s::bigint[]);
 
 -- name: archive_export_page
 -- One page of the session's own rows after a seq, up to the snapshot (export reads in pages).
-SELECT seq, append_id, payload, payload_hash, created_at, octet_length(payload::text) FROM messages
+SELECT seq, append_id, payload, payload_hash, created_at, octet_length(payload::text), written_by FROM messages
 WHERE session_id = %(session_id)s AND seq > %(after_seq)s AND seq <= %(up_to_seq)s
   AND part_month = mm_session_month(%(session_id)s)  -- one partition (migration 0027)
 ORDER BY seq
@@ -214,3 +230,10 @@ LIMIT %(limit)s;
 SELECT pending, running, done, failed, oldest_pending_seconds, unarchived_sessions, unarchived_messages,
        unarchived_oldest_seconds
 FROM mm_archive_metrics();
+
+-- name: archive_snapshot_floor
+-- After a point-in-time restore: snapshot ids move past the archive's highest tag (migration 0033).
+SELECT mm_archive_snapshot_floor(%(top)s::bigint);
+
+-- name: archive_renumber_snapshot
+SELECT mm_archive_renumber_snapshot(%(snapshot_id)s::bigint, %(top)s::bigint);

@@ -232,5 +232,5 @@ def test_a_snapshot_id_the_archive_holds_for_another_snapshot_is_not_skipped(ser
     assert export.export_snapshot(service.db, repo, snap).already  # a retry
     gitrepo.git(repo, "tag", "-d", layout.tag_name(snap))  # the archive's tag is another session's
     gittags.tag(repo, layout.tag_name(snap), first.commit, layout.subject(snap, "ses_from_before_the_restore", 9) + "\n")
-    with pytest.raises(Conflict, match=r"snapshot ids went back .* move the snapshot sequence"):
+    with pytest.raises(Conflict, match=r"snapshot ids went back .* the next free id past the archive.s highest tag"):
         export.export_snapshot(service.db, repo, snap)
