@@ -121,7 +121,13 @@ class MessageIn(_Strict):
             return None
         if value.tzinfo is None:
             raise ValueError("must carry a time zone (RFC 3339, e.g. 2026-08-18T07:00:00Z)")
-        return value.astimezone(UTC)
+        try:
+            value = value.astimezone(UTC)
+        except OverflowError:  # its zone moves it past year 1 or 9999
+            raise ValueError("must be from 1970-01-01 to 9999-12-31 (UTC)") from None
+        if value.year < 1970:  # the database keeps 1970 to 9999 (migration 0031)
+            raise ValueError("must be from 1970-01-01 to 9999-12-31 (UTC)")
+        return value
 
     @field_validator("append_id")
     @classmethod

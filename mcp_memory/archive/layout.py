@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, fields
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from ..core.messages import payload_digest
@@ -30,6 +30,10 @@ TRAILER = "mcp-memory-snapshot: "
 SERVER_FIELDS = ("session_id", "seq", "append_id", "payload_sha256", "written_by")
 AUTHOR_MAX = 200  # written_by is a role or token name (63 bytes in PostgreSQL); generous, still bounded
 _SUBJECT = re.compile(r"^snapshot (\d+): (\S+) up to seq (\d+)$")
+# The times every reader can show (a datetime ends with year 9999); the database holds the same range
+# (migration 0031), so a crafted archive is refused here, by file and line, not by a failing list later.
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+TIME_RULE = "must be an RFC 3339 time with a zone, from 1970-01-01 to 9999-12-31 (UTC)"
 
 README = """\
 # mcp-memory archive
@@ -190,9 +194,12 @@ def parse_line(line: str, *, where: str) -> ArchivedMessage:
         record = json.loads(line)
         recorded = bytes.fromhex(record["payload_sha256"])
         session_id, seq, append_id = record["session_id"], int(record["seq"]), record["append_id"]
-        created_at = datetime.fromisoformat(record["created_at"])
+        created_at = datetime.fromisoformat(record["created_at"]) if time_problem(record["created_at"]) is None \
+            else None
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise Invalid(f"{where}: not an archive line ({exc})") from None
+    if created_at is None:
+        raise Invalid(f"{where}: {time_problem(record['created_at'])}")
     written_by = _author(record.get("written_by"), where)
     payload = {k: v for k, v in record.items() if k not in SERVER_FIELDS}
     if payload_digest(payload) != recorded:
@@ -265,4 +272,18 @@ def parse_memory_line(line: str, *, where: str, kind: str) -> dict[str, Any]:
         raise Invalid(f"{where}: decision_id must be dec_ and 32 hex digits")
     if kind == "context" and not isinstance(row.get("key"), str):
         raise Invalid(f"{where}: key must be a string")
+    for name in ("created_at", "updated_at"):
+        if row.get(name) is not None and (why := time_problem(row[name], name=name)):
+            raise Invalid(f"{where}: {why}")
     return row
+
+
+def time_problem(value: Any, *, name: str = "created_at") -> str | None:
+    """Why `value` is not a time every reader can show (`name` and the rule), None when it is one."""
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+    try:
+        moment = datetime.fromisoformat(value) if isinstance(value, str) else None
+        fits = moment is not None and moment.tzinfo is not None and moment.astimezone(UTC) >= EARLIEST
+    except (ValueError, OverflowError):  # year 99999, or a zone that moves it past year 1 or 9999
+        fits = False
+    return None if fits else f"{name} {shown} {TIME_RULE}"

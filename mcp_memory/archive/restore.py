@@ -38,6 +38,7 @@ from .blobs import BlobReader, TooLong
 
 Progress = Callable[[int, int], None]
 SESSION_ID = re.compile(r"^ses_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+LISTED_PER_FILE = 100  # bad lines named one by one per memory file; the rest are counted (a bounded report)
 
 
 @dataclass(frozen=True)
@@ -183,16 +184,41 @@ def _memory_rows(reader: BlobReader, files: set[str], path: str, kind: str, max_
     if path not in files:
         return []
     rows = []
+    bad = _BadLines(path)
     for number, raw in enumerate(reader.lines(path, max_line=max_line), start=1):
         try:
             if isinstance(raw, TooLong):
                 raise Invalid(f"a line of {raw.size} bytes, longer than any row the server accepts")
+            if not raw.strip():  # no exception built per line: a file of blank lines reads at once
+                bad.add(number, "an empty line")
+                continue
             rows.append((number, layout.parse_memory_line(raw.decode(), where=f"{path}:{number}", kind=kind)))
         except (McpMemoryError, UnicodeDecodeError, RecursionError) as exc:
             why = str(exc).removeprefix(f"{path}:{number}: ") if not isinstance(exc, RecursionError) \
                 else "JSON nested too deeply"
-            result.bad_lines.append(BadLine(path, number, why))
+            bad.add(number, why)
+    result.bad_lines += bad.listed()
     return rows
+
+
+class _BadLines:
+    """A file's bad lines: the first LISTED_PER_FILE by line, the rest counted in one more entry, so a
+    file of millions of bad lines gives a report (and a memory footprint) of a hundred."""
+
+    def __init__(self, path: str) -> None:
+        self.path, self.lines, self.unlisted, self.first_unlisted = path, list[BadLine](), 0, 0
+
+    def add(self, number: int, why: str) -> None:
+        if len(self.lines) < LISTED_PER_FILE:
+            self.lines.append(BadLine(self.path, number, why))
+        else:
+            self.unlisted += 1
+            self.first_unlisted = self.first_unlisted or number
+
+    def listed(self) -> list[BadLine]:
+        more = [BadLine(self.path, self.first_unlisted, f"and {self.unlisted} more bad line(s) from this one on, "
+                        "not listed one by one")] if self.unlisted else []
+        return self.lines + more
 
 
 def _memory_write(conn: psycopg.Connection, result: RestoreResult, path: str, number: int,
@@ -215,6 +241,9 @@ def _restore_snapshots(store: ArchiveStore, conn: psycopg.Connection, snapshots:
         if snap.up_to_seq > restored[snap.session_id]:
             result.warnings.append(f"snapshot {snap.snapshot_id}: up to seq {snap.up_to_seq}, beyond the "
                                    f"restored part of {snap.session_id} (seq {restored[snap.session_id]}); left out")
+            continue
+        if snap.created_at is not None and (why := layout.time_problem(snap.created_at)):
+            result.warnings.append(f"snapshot {snap.snapshot_id}: {why}; left out")
             continue
         try:
             with conn.transaction():
@@ -246,8 +275,8 @@ def read_snapshots(repo: Path, rev: str, *, max_bytes: int) -> list[layout.Snaps
     return sorted(found.values(), key=lambda s: s.snapshot_id)
 
 
-def _skip(result: RestoreResult, file: str, why: str) -> None:
-    result.bad_lines.append(BadLine(file, 0, why))
+def _skip(result: RestoreResult, file: str, why: str, *, line: int = 0) -> None:
+    result.bad_lines.append(BadLine(file, line, why))
     result.skipped_sessions.append(Path(file).name.removesuffix(".meta.json"))
 
 
@@ -275,8 +304,21 @@ def _read_metas(reader: BlobReader, paths: list[str], max_bytes: int,
         if path != layout.meta_path(sid) or not SESSION_ID.match(sid):
             _skip(result, path, f"session_id {sid!r} does not name this file")
             continue
+        if why := layout.time_problem(doc.get("created_at")):
+            _skip(result, path, why, line=_key_line(data, "created_at"))
+            continue
         docs[sid] = doc
     return docs
+
+
+def _key_line(data: bytes, key: str) -> int:
+    """The line of the last top-level `"key":` of an indented meta document (the one json keeps), 0
+    when the document is not laid out so."""
+    found = 0
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        if line.startswith(b'  "' + key.encode() + b'"'):
+            found = number
+    return found
 
 
 def _whole(reader: BlobReader, path: str, max_bytes: int) -> bytes | None:

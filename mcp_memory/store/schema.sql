@@ -2461,6 +2461,9 @@ ALTER TABLE ONLY public.decision_versions
 ALTER TABLE ONLY public.decisions
     ADD CONSTRAINT decisions_pkey PRIMARY KEY (session_id, decision_id);
 
+ALTER TABLE public.decisions
+    ADD CONSTRAINT decisions_times_range CHECK (((created_at >= '1970-01-01 00:00:00+00'::timestamp with time zone) AND (created_at < '10000-01-01 00:00:00+00'::timestamp with time zone) AND (updated_at >= '1970-01-01 00:00:00+00'::timestamp with time zone) AND (updated_at < '10000-01-01 00:00:00+00'::timestamp with time zone))) NOT VALID;
+
 ALTER TABLE ONLY public.embedding_models
     ADD CONSTRAINT embedding_models_pkey PRIMARY KEY (model);
 
@@ -2490,6 +2493,9 @@ ALTER TABLE ONLY public.message_search
 
 ALTER TABLE ONLY public.message_search_default
     ADD CONSTRAINT message_search_default_pkey PRIMARY KEY (session_id, seq, part_month);
+
+ALTER TABLE public.messages
+    ADD CONSTRAINT messages_created_at_range CHECK (((created_at >= '1970-01-01 00:00:00+00'::timestamp with time zone) AND (created_at < '10000-01-01 00:00:00+00'::timestamp with time zone))) NOT VALID;
 
 ALTER TABLE ONLY public.messages
     ADD CONSTRAINT messages_pkey PRIMARY KEY (session_id, seq, part_month);
@@ -2530,11 +2536,23 @@ ALTER TABLE ONLY public.search_progress
 ALTER TABLE ONLY public.search_term_stats
     ADD CONSTRAINT search_term_stats_pkey PRIMARY KEY (term, project_id, shard);
 
+ALTER TABLE public.session_context
+    ADD CONSTRAINT session_context_created_at_range CHECK (((created_at >= '1970-01-01 00:00:00+00'::timestamp with time zone) AND (created_at < '10000-01-01 00:00:00+00'::timestamp with time zone))) NOT VALID;
+
 ALTER TABLE ONLY public.session_context
     ADD CONSTRAINT session_context_pkey PRIMARY KEY (session_id, key, revision);
 
+ALTER TABLE public.sessions
+    ADD CONSTRAINT sessions_created_at_range CHECK (((created_at >= '1970-01-01 00:00:00+00'::timestamp with time zone) AND (created_at < '10000-01-01 00:00:00+00'::timestamp with time zone))) NOT VALID;
+
 ALTER TABLE ONLY public.sessions
     ADD CONSTRAINT sessions_pkey PRIMARY KEY (session_id);
+
+ALTER TABLE public.sessions
+    ADD CONSTRAINT sessions_updated_at_range CHECK (((updated_at >= '1970-01-01 00:00:00+00'::timestamp with time zone) AND (updated_at < '10000-01-01 00:00:00+00'::timestamp with time zone))) NOT VALID;
+
+ALTER TABLE public.snapshots
+    ADD CONSTRAINT snapshots_created_at_range CHECK (((created_at >= '1970-01-01 00:00:00+00'::timestamp with time zone) AND (created_at < '10000-01-01 00:00:00+00'::timestamp with time zone))) NOT VALID;
 
 ALTER TABLE ONLY public.snapshots
     ADD CONSTRAINT snapshots_pkey PRIMARY KEY (snapshot_id);
