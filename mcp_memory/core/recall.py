@@ -20,6 +20,7 @@ from ..embeddings.providers import Provider
 from ..errors import Invalid
 from ..inputs import MAX_MATCHES, MAX_RECALL
 from ..memory_results import Decision, MessageMatch, Recall, RecallItem
+from ..retrieval.tuning import DEFAULT, Tuning
 from ..search.snippet import shorten
 from ..store.db import Database
 from . import decisions as decisions_core
@@ -63,6 +64,7 @@ def language(query: str) -> str:
 def recall(
     db: Database, query: Any, *, project_id: str | None = None, limit: Any = 5, embedder: Provider | None = None,
     include_echoes: bool = False, from_digest: bool = False, half_life_days: Any = None, now: Any = None,
+    tuning: Tuning = DEFAULT,
 ) -> Recall:
     """Messages come from search in its default mode (hybrid when the project has vectors). With
     `from_digest`, the project's latest day digests come first (their lines carry their sources)."""
@@ -75,13 +77,13 @@ def recall(
         half_life = None
     moment = search_core.check_time(now, "now") or datetime.now(UTC)
     max_decisions = limit - min(2, limit // 2)  # leave room for at least some discussion
-    found = decisions_core.search(db, text, project_id=project_id, limit=max_decisions)
+    found = decisions_core.search(db, text, project_id=project_id, limit=max_decisions, tuning=tuning)
     found = [d for d in found if (d.score or 0) > 0 or _literal_hit(d, text)]
     found = ordered_decisions(found, half_life, moment)
     sources = {(d.session_id, d.message_seq) for d in found}
     wanted = limit + len(found) if half_life is None else min(limit * RECENCY_POOL + len(found), MAX_MATCHES)
     matches = hybrid.search(db, text, embedder=embedder, project_id=project_id, limit=wanted,
-                            include_echoes=include_echoes, now=moment).matches
+                            include_echoes=include_echoes, now=moment, tuning=tuning).matches
     matches = [m for m in matches if (m.session_id, m.seq) not in sources]
     if half_life is not None:
         matches = sorted(matches, key=lambda m: -m.score * decay(age_days(m.created_at, moment), half_life))
