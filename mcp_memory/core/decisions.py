@@ -12,6 +12,8 @@ from typing import Any
 from ..errors import Conflict, Invalid, NotFound
 from ..inputs import MAX_DECISION_TYPE, MAX_TEXT
 from ..memory_results import Alternative, Decision, DecisionCreated
+from ..retrieval.lexical import cross_language
+from ..retrieval.tuning import DEFAULT, Tuning
 from ..search import ranking
 from ..search.index import index_text
 from ..search.query import like_pattern, match_tsquery, parse, phrase_tsquery
@@ -20,7 +22,7 @@ from ..store.db import Database
 from ..store.memory_store import MemoryStore
 from ..store.search_store import Scope, SearchStore
 from .sanitize import Cleaner
-from .search import check_limit, check_query, check_time, cross_language
+from .search import check_limit, check_query, check_time
 
 STATUSES = ("proposed", "accepted", "rejected", "superseded")
 VISIBILITIES = ("private", "team", "public")
@@ -164,10 +166,10 @@ def get(db: Database, decision_id: str) -> Decision:
 def search(
     db: Database, query: Any = None, *, status: Any = None, decision_type: str | None = None,
     project_id: str | None = None, agent_source: str | None = None, session_id: str | None = None,
-    since: Any = None, until: Any = None, limit: Any = 10,
+    since: Any = None, until: Any = None, limit: Any = 10, tuning: Tuning = DEFAULT,
 ) -> list[Decision]:
     """Keyword (any word, ranked; phrases and -exclusions as in search_messages) plus filters.
-    status: one status or a list. Without a query: newest first."""
+    status: one status or a list. Without a query: newest first. `tuning`: the translation's weight."""
     text = check_query(query, required=False)
     statuses = [status] if isinstance(status, str) else status
     if statuses is not None:
@@ -179,14 +181,14 @@ def search(
     }
     with db.transaction() as conn:
         if text is not None:
-            params.update(_keyword_params(SearchStore(conn), text, project_id))
+            params.update(_keyword_params(SearchStore(conn), text, project_id, tuning))
         return MemoryStore(conn).search_decisions(params)
 
 
-def _keyword_params(store: SearchStore, text: str, project_id: str | None) -> dict[str, Any]:
+def _keyword_params(store: SearchStore, text: str, project_id: str | None, tuning: Tuning) -> dict[str, Any]:
     # the query's words in the other language join it as in search_messages (translations that the
     # project's messages hold: decisions are taken about what was discussed)
-    parsed = cross_language(store, Scope(project_id=project_id), parse(text, store.synonym_groups()))
+    parsed = cross_language(store, Scope(project_id=project_id), parse(text, store.synonym_groups()), tuning)
     stats = store.term_stats(project_id, list(parsed.terms))
     docs = max(stats.docs, 1)
     # A term no message uses may still be in a decision: it gets the highest idf, not zero.

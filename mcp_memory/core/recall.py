@@ -20,8 +20,12 @@ from ..embeddings.providers import Provider
 from ..errors import Invalid
 from ..inputs import MAX_MATCHES, MAX_RECALL
 from ..memory_results import Decision, MessageMatch, Recall, RecallItem
+from ..retrieval.tuning import DEFAULT, Tuning
+from ..schema import format_time
 from ..search.snippet import shorten
+from ..search.text import payload_text
 from ..store.db import Database
+from ..store.memory_store import MemoryStore
 from . import decisions as decisions_core
 from . import digests as digests_core
 from . import hybrid
@@ -35,6 +39,12 @@ MAX_HALF_LIFE_DAYS = 36500.0
 RECENCY_POOL = 3  # with a half-life, this many times the limit of messages are weighed
 CURRENT = ("accepted", "proposed")  # decisions listed first; superseded and rejected ones after
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+LATEST_SESSIONS = 3  # session start without a decision: the latest sessions read …
+LATEST_CAP = 200  # … and at most this many of their newest turns
+# "Decision: use RabbitMQ", "**Decided:** …", "- We decided: …", "决定：…" at the start of a line
+_DECISION_LINE = re.compile(r"^[\s>*#-]*(?:\*\*)?(?:decision|decided|we decided|final decision|决定|决策|结论)"
+                            r"(?:\*\*)?\s*[:：]\s*(?:\*\*)?\s*(?P<text>\S.*)$", re.I | re.M)
+UNCONFIRMED = {"en": "unconfirmed, said in the session, not recorded", "zh": "未确认：会话中提到，未记录为决策"}
 
 LABELS = {
     "en": {"accepted": "accepted", "rejected": "rejected", "superseded": "superseded", "proposed": "proposed"},
@@ -63,6 +73,7 @@ def language(query: str) -> str:
 def recall(
     db: Database, query: Any, *, project_id: str | None = None, limit: Any = 5, embedder: Provider | None = None,
     include_echoes: bool = False, from_digest: bool = False, half_life_days: Any = None, now: Any = None,
+    tuning: Tuning = DEFAULT,
 ) -> Recall:
     """Messages come from search in its default mode (hybrid when the project has vectors). With
     `from_digest`, the project's latest day digests come first (their lines carry their sources)."""
@@ -75,13 +86,13 @@ def recall(
         half_life = None
     moment = search_core.check_time(now, "now") or datetime.now(UTC)
     max_decisions = limit - min(2, limit // 2)  # leave room for at least some discussion
-    found = decisions_core.search(db, text, project_id=project_id, limit=max_decisions)
+    found = decisions_core.search(db, text, project_id=project_id, limit=max_decisions, tuning=tuning)
     found = [d for d in found if (d.score or 0) > 0 or _literal_hit(d, text)]
     found = ordered_decisions(found, half_life, moment)
     sources = {(d.session_id, d.message_seq) for d in found}
     wanted = limit + len(found) if half_life is None else min(limit * RECENCY_POOL + len(found), MAX_MATCHES)
     matches = hybrid.search(db, text, embedder=embedder, project_id=project_id, limit=wanted,
-                            include_echoes=include_echoes, now=moment).matches
+                            include_echoes=include_echoes, now=moment, tuning=tuning).matches
     matches = [m for m in matches if (m.session_id, m.seq) not in sources]
     if half_life is not None:
         matches = sorted(matches, key=lambda m: -m.score * decay(age_days(m.created_at, moment), half_life))
@@ -213,12 +224,41 @@ def render(items: list[RecallItem], lang: str) -> str:
 
 def digest(db: Database, *, project_id: str | None, limit: int = 5) -> Recall:
     """Without a question (a session that just started): the project's latest decisions, in the
-    language most of them are written in."""
+    language most of them are written in. With none recorded, the latest discussion (`latest`)."""
     limit = search_core.check_limit(limit, maximum=MAX_LIMIT)
     found = decisions_core.search(db, None, project_id=project_id, limit=limit)
+    if not found and project_id:
+        return latest(db, project_id, limit)
     lang = language(" ".join(d.summary for d in found)) if found else "en"
     if found and lang == "zh" and sum(bool(_HAN.search(d.summary)) for d in found) * 2 < len(found):
         lang = "en"
     now = datetime.now(UTC)
     items = [_decision_item(d, lang, now) for d in ordered_decisions(found, None, now)]
     return Recall(text=render(items, lang), items=items)
+
+
+def latest(db: Database, project_id: str, limit: int) -> Recall:
+    """Session start when no decision was recorded: the "Decision: …" lines of the latest turns,
+    marked unconfirmed (said, never recorded with record_decision), newest first; without any, the
+    latest turns themselves. Same block, same item count and size as decisions would take."""
+    with db.transaction() as conn:
+        rows = MemoryStore(conn).latest_turns(project_id, sessions=LATEST_SESSIONS, cap=LATEST_CAP)
+    texts = [(row, payload_text(row["payload"], echoes=False).strip()) for row in rows]
+    texts = [(row, text) for row, text in texts if text]
+    lines = [(row, m.group("text").strip()) for row, text in texts for m in _DECISION_LINE.finditer(text)]
+    lang = language(" ".join(text for _, text in (lines or texts)[:limit]))
+    now = datetime.now(UTC)
+    if lines:
+        items = [_said_item(row, f"[{UNCONFIRMED[lang]}] {line}", lang, now) for row, line in lines[:limit]]
+    else:
+        items = [_said_item(row, text, lang, now) for row, text in texts[:limit]]
+    return Recall(text=render(items, lang), items=items)
+
+
+def _said_item(row: dict[str, Any], body: str, lang: str, now: datetime) -> RecallItem:
+    created = format_time(row["created_at"])
+    stamp, days = _dated(created, lang, now)
+    where = f" @ {row['title']}" if row.get("title") else ""
+    line = f"{stamp} {WORDS[lang].get(row['role'], row['role'])}{where}: {' '.join(body.split())}"
+    return RecallItem(kind="message", text=shorten(line, ITEM_CHARS), date=created[:10], session_id=row["session_id"],
+                      seq=row["seq"], score=0.0, age_days=days)

@@ -38,6 +38,7 @@ from ..results import (
     Snapshot,
     View,
 )
+from ..retrieval.tuning import DEFAULT, Tuning
 from ..schema import MessageIn, Role
 from ..store.append_listener import AppendListener
 from ..store.db import Database
@@ -50,8 +51,11 @@ from .sanitize import Cleaner
 
 class Service:
     def __init__(self, db: Database, *, cleaner: Cleaner | None = None, embedder: Provider | None = None,
-                 local: transfers.Local | None = None, append_listener: AppendListener | None = None) -> None:
+                 local: transfers.Local | None = None, append_listener: AppendListener | None = None,
+                 tuning: Tuning = DEFAULT) -> None:
         self.db = db
+        # the ranking's numbers (retrieval/tuning.py): a benchmark or a test gives a variant
+        self.tuning = tuning
         self.local = local  # the caller's machine, for callers on it (core/transfers.py); None: refuse paths
         self.settings: Settings = db.settings
         # where reads run: a standby of `[database] read_dsn` when one may answer, else `db` (store/replicas.py)
@@ -197,7 +201,7 @@ class Service:
         return self.reads.run(lambda db: hybrid.search(
             db, query, embedder=self.embedder, mode=mode, project_id=project_id, agent_source=agent_source,
             role=role, session_id=session_id, since=since, until=until, limit=limit, hits_only=hits_only,
-            include_echoes=include_echoes, now=now))
+            include_echoes=include_echoes, now=now, tuning=self.tuning))
 
     def recall(self, query: str, *, project_id: str | None = None, limit: int = 5,
                include_echoes: bool = False, from_digest: bool = False, half_life_days: float | None = None,
@@ -208,7 +212,7 @@ class Service:
         self.indexer.catch_up(project_id if isinstance(project_id, str) else None)
         return self.reads.run(lambda db: recall.recall(
             db, query, project_id=project_id, limit=limit, embedder=self.embedder, include_echoes=include_echoes,
-            from_digest=from_digest, half_life_days=half_life_days, now=now))
+            from_digest=from_digest, half_life_days=half_life_days, now=now, tuning=self.tuning))
 
     def get_digest(self, project_id: str, *, day: str | None = None, session_id: str | None = None) -> Digest:
         """Computed from the stored rows on each call: a new message or decision shows at once."""

@@ -1,4 +1,4 @@
-"""Names in text, for the bridges of multi-hop questions (core/search.py, core/second_hop.py). Pure."""
+"""Names in text, for the bridges of multi-hop questions (mcp_memory/retrieval/bridge.py). Pure."""
 
 from __future__ import annotations
 

@@ -53,6 +53,10 @@ class MemoryStore(Statements):
         return [context_record(row) for row in self._all("context_history", {"session_id": session_id, "key": key})]
 
     # agents -------------------------------------------------------------------------------------
+    def latest_turns(self, project_id: str, *, sessions: int, cap: int) -> list[dict[str, Any]]:
+        """The newest user and assistant turns of the project's latest sessions, newest first (rows)."""
+        return self._all("recall_latest_turns", {"project_id": project_id, "sessions": sessions, "cap": cap})
+
     def list_agents(self) -> list[Agent]:
         return [Agent(name=r["name"], description=r["description"], created_at=format_time(r["created_at"]))
                 for r in self._all("agent_list", {})]

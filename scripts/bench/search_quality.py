@@ -4,7 +4,9 @@ Usage:
     python scripts/bench/search_quality.py [DATASET …] [--mode fts|semantic|hybrid|recall|all] [--dsn DSN]
         [--embedder local|openai] [--model NAME] [--json] [--misses]
 
-DATASET defaults to the three bundled sets: scripts/bench/data/memory_qa.json (agent sessions about
+DATASET defaults to the public set `chitchat` (real conversations of the Chit-Chat corpus, shipped by
+the PyPI package chitchat-dataset; the questions are generated from a seed by
+scripts/bench/data/make_chitchat_qa.py) and the three bundled sets: scripts/bench/data/memory_qa.json (agent sessions about
 projects), scripts/bench/data/life_qa.json (long multi-session conversations, one session per
 day) and scripts/bench/data/project_qa.json (engineering projects over months, sessions in English
 or Chinese, relative-time and before/after-an-event questions). Every question belongs to a part by a fixed rule on its conversation id (`part_of`): `tuning`
@@ -41,7 +43,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import importlib
 import inspect
 import json
 import os
@@ -63,12 +64,14 @@ from mcp_memory.config import load_settings
 from mcp_memory.core import sessions
 from mcp_memory.core.service import Service
 from mcp_memory.embeddings.providers import DEFAULT_LOCAL_MODEL, SHIPPED_MODELS
+from mcp_memory.errors import Invalid
 from mcp_memory.memory_results import SearchMode
+from mcp_memory.retrieval.tuning import DEFAULT, Tuning, with_settings
 from mcp_memory.store import embedded, migrate
 from mcp_memory.wiring import build
 
 DATA = Path(__file__).with_name("data")
-DEFAULTS = [DATA / "memory_qa.json", DATA / "life_qa.json", DATA / "project_qa.json"]
+DEFAULTS = [Path("chitchat"), DATA / "memory_qa.json", DATA / "life_qa.json", DATA / "project_qa.json"]
 PARTS = ("tuning", "held-out")
 KS = (1, 5, 10)
 Key = tuple[str, int]
@@ -250,14 +253,50 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON document per run (JSON lines)")
     parser.add_argument("--misses", action="store_true", help="list questions not answered in the top 5")
     parser.add_argument("--keep", action="store_true", help="keep the scratch database")
-    parser.add_argument("--sweep", action="append", default=[], metavar="MODULE.NAME=V1,V2",
-                        help="re-run every mode with each value of a ranking constant, e.g. "
-                             "core.hybrid.VECTOR_WEIGHT=0.5,1 (choose values on the tuning part only)")
+    parser.add_argument("--sweep", action="append", default=[], metavar="FIELD=V1,V2",
+                        help="re-run every mode with each value of a field of the ranking's Tuning "
+                             "(mcp_memory/retrieval/tuning.py), e.g. hop_share=0,1 (choose on the tuning part only)")
+    parser.add_argument("--markdown", type=Path, help="also write the held-out and tuning tables to this file")
     parser.add_argument("--sweep-mode", action="append", default=[], metavar="MODE",
                         help="with --sweep: only these modes run with every setting, the others once")
     args = parser.parse_args()
+    results = []
     for path in args.dataset:
-        run_dataset(args, json.loads(path.read_text(encoding="utf-8")))
+        results += run_dataset(args, dataset(path))
+    if args.markdown:
+        args.markdown.write_text(markdown(results), encoding="utf-8")
+
+
+def dataset(path: Path) -> dict:
+    """A dataset file, or `chitchat`: the public set generated from the chitchat-dataset wheel
+    (data/make_chitchat_qa.py)."""
+    if str(path) == "chitchat":
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("make_chitchat_qa", DATA / "make_chitchat_qa.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module.build()
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def markdown(results: list[dict]) -> str:
+    """One table per dataset × mode × setting: per part and category, recall@5/10, MRR, latency."""
+    lines = ["# Search quality (written by scripts/bench/search_quality.py --markdown)", "",
+             "Split: by SHA-256 of the conversation id (`part_of`), fixed before tuning. "
+             "Numbers are recall@5 / recall@10 / MRR.", ""]
+    for r in results:
+        setting = ", ".join(f"{k}={v}" for k, v in r["setting"].items()) or "default tuning"
+        lines += [f"## {r['dataset']} · {r['mode']} · {setting}", "",
+                  f"{r['questions']} questions over {r['turns']} turns; query latency p50 {r['query_ms_p50']} ms, "
+                  f"p95 {r['query_ms_p95']} ms.", "", "| part | category | n | R@5 | R@10 | MRR |",
+                  "|---|---|---|---|---|---|"]
+        for part, categories in r["parts"].items():
+            lines += [f"| {part} | {c} | {m['n']} | {m['recall@5']:.3f} | {m['recall@10']:.3f} | {m['mrr']:.3f} |"
+                      for c, m in categories.items()]
+        lines.append("")
+    return "\n".join(lines)
 
 
 def modes_of(text: str) -> list[str]:
@@ -277,13 +316,12 @@ def settings_of(args: argparse.Namespace) -> list[dict[str, Any]]:
     return combos
 
 
-def apply_setting(setting: dict[str, Any]) -> None:
-    for name, value in setting.items():
-        module, _, attr = name.rpartition(".")
-        target = importlib.import_module(f"mcp_memory.{module}")
-        if not hasattr(target, attr):
-            raise SystemExit(f"--sweep: mcp_memory.{module} has no {attr}")
-        setattr(target, attr, value)
+def tuning_of(setting: dict[str, Any]) -> Tuning:
+    """The default Tuning with the setting's fields replaced (a new value; nothing is patched)."""
+    try:
+        return with_settings(DEFAULT, setting)
+    except Invalid as exc:
+        raise SystemExit(f"--sweep: {exc}") from None
 
 
 def run_dataset(args: argparse.Namespace, data: dict) -> list[dict]:
@@ -302,7 +340,7 @@ def run_dataset(args: argparse.Namespace, data: dict) -> list[dict]:
             load_s = time.perf_counter() - start
             embedding = embed_all(service, args.embedder, args.model) if SEMANTIC & set(modes) else None
             for n, setting in enumerate(settings_of(args)):
-                apply_setting(setting)
+                service.tuning = tuning_of(setting)
                 for mode in modes:
                     if n and args.sweep_mode and mode not in args.sweep_mode:
                         continue

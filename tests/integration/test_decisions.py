@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 
 import pytest
 from mcp import Client
 
 from mcp_memory.errors import Conflict, Invalid, NotFound
 from mcp_memory.mcp.server import build_server
+from mcp_memory.retrieval.tuning import DEFAULT
 
 
 @pytest.fixture
@@ -41,11 +43,11 @@ def test_record_and_search_with_filters(service, sid) -> None:
     assert service.search_decisions("100%").decisions == []  # a LIKE wildcard is a character here
 
 
-def test_decisions_are_found_across_languages(service, sid, monkeypatch) -> None:
+def test_decisions_are_found_across_languages(service, sid) -> None:
     """search_decisions translates the query's words as search_messages does (only translations that
     the project's messages hold): 消息队列 finds the English decision about the message queue, and
     "cache" the Chinese one."""
-    from mcp_memory.core import search
+    from mcp_memory.core import decisions
 
     service.append_message(sid, {"role": "user", "content": "Which message queue for order events?"})
     queue = service.record_decision(sid, "architecture", "RabbitMQ is the message queue for order events")
@@ -54,8 +56,7 @@ def test_decisions_are_found_across_languages(service, sid, monkeypatch) -> None
     assert service.search_decisions("消息队列 -RabbitMQ", project_id="shop").decisions == []
     service.append_message(sid, {"role": "assistant", "content": "缓存先不上。"})
     assert [d.decision_id for d in service.search_decisions("cache", project_id="shop").decisions] == [cache.decision_id]
-    monkeypatch.setattr(search, "CROSS_WEIGHT", 0.0)
-    assert service.search_decisions("消息队列", project_id="shop").decisions == []
+    assert decisions.search(service.db, "消息队列", project_id="shop", tuning=replace(DEFAULT, cross_weight=0.0)) == []
 
 
 def test_record_rules(service, sid) -> None:

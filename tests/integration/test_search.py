@@ -3,11 +3,14 @@ fork lineage, synonyms, batch indexing, determinism, hostile input, and the MCP 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from mcp import Client
 
 from mcp_memory.errors import Invalid, NotFound
 from mcp_memory.mcp.server import build_server
+from mcp_memory.retrieval.tuning import DEFAULT
 from mcp_memory.wiring import build
 
 
@@ -194,10 +197,9 @@ def test_dates_rank_and_show(service) -> None:
     assert "Saturday (2024-05-18)" in in_may[0].snippet
 
 
-def test_names_in_the_best_turns_bridge_to_the_turn_that_answers(service, monkeypatch) -> None:
+def test_names_in_the_best_turns_bridge_to_the_turn_that_answers(service) -> None:
     """Multi-hop: the question names the storyline, the answering turn only the name an earlier
     turn introduced. With the bridge the answering turn is found; without it, nothing leads to it."""
-    from mcp_memory.core import search, second_hop
 
     first, later = _session(service, project="home"), _session(service, project="home")
     service.append_messages(first, [
@@ -210,25 +212,21 @@ def test_names_in_the_best_turns_bridge_to_the_turn_that_answers(service, monkey
     ])
     question = "What trouble did the shelter beagle cause?"
     assert (later, 2) in keys(service.search_messages(question, project_id="home", mode="fts"))
-    monkeypatch.setattr(second_hop, "HOP_SHARE", 0.0)  # the second hop alone would find it as well
-    assert (later, 2) in keys(service.search_messages(question, project_id="home", mode="fts"))
-    monkeypatch.setattr(search, "BRIDGE_WEIGHT", 0.0)
+    service.tuning = replace(DEFAULT, hop_share=0.0)
     assert (later, 2) not in keys(service.search_messages(question, project_id="home", mode="fts"))
 
 
 def test_names_are_capitalised_words_inside_a_sentence() -> None:
-    from mcp_memory.core.search import names_in
+    from mcp_memory.search.names import names_in
 
     text = "Big news: we named him Biscuit. Then Tom, Maya and Mary Jane came. Pepper ate it. 我们叫它豆包"
     assert names_in(text) == ["Biscuit", "Tom", "Maya", "Mary", "Jane"]
 
 
-def test_a_rare_name_in_any_strong_hit_leads_a_second_hop_to_the_turn_that_answers(service, monkeypatch) -> None:
+def test_a_rare_name_in_any_strong_hit_leads_a_second_hop_to_the_turn_that_answers(service) -> None:
     """Multi-hop where the turn giving the name is not among the best two word hits (the component
     is named in much shorter chatter): the second hop reads every strong hit for rare names, searches
     them, and interleaves what it finds; without it the answering turn is not found at all."""
-    from mcp_memory.core import second_hop
-
     chatter, later = _session(service, project="ops"), _session(service, project="ops")
     service.append_messages(chatter, [
         {"role": "user", "content": "The tests for the invoice service pass."},
@@ -247,16 +245,14 @@ def test_a_rare_name_in_any_strong_hit_leads_a_second_hop_to_the_turn_that_answe
     found = service.search_messages(question, project_id="ops", mode="fts", limit=5)
     assert (later, 2) in keys(found)
     assert next(m for m in found.matches if (m.session_id, m.seq) == (later, 2)).why == "names"
-    monkeypatch.setattr(second_hop, "HOP_SHARE", 0.0)
+    service.tuning = replace(DEFAULT, hop_share=0.0)
     assert (later, 2) not in keys(service.search_messages(question, project_id="ops", mode="fts", limit=5))
 
 
 
-def test_the_second_hop_crosses_languages_through_a_latin_name(service, monkeypatch) -> None:
+def test_the_second_hop_crosses_languages_through_a_latin_name(service) -> None:
     """A Chinese question, the name given in a Chinese turn, the answer written in English: the Latin
     name inside the Chinese text is the bridge (no vectors needed)."""
-    from mcp_memory.core import second_hop
-
     chatter, later = _session(service, project="ops"), _session(service, project="ops")
     service.append_messages(chatter, [
         {"role": "user", "content": "发票服务的测试在我本地是通过的。"},
@@ -270,16 +266,14 @@ def test_the_second_hop_crosses_languages_through_a_latin_name(service, monkeypa
     ])
     question = "发票服务出了什么问题？"
     assert (later, 2) in keys(service.search_messages(question, project_id="ops", mode="fts", limit=5))
-    monkeypatch.setattr(second_hop, "HOP_SHARE", 0.0)
+    service.tuning = replace(DEFAULT, hop_share=0.0)
     assert (later, 2) not in keys(service.search_messages(question, project_id="ops", mode="fts", limit=5))
 
 
-def test_words_cross_languages_through_the_dictionary(service, monkeypatch) -> None:
+def test_words_cross_languages_through_the_dictionary(service) -> None:
     """An English question, the name given in a Chinese turn, the answer in English: the question's
     words translated (search/crosslang.py) find the Chinese turn, whose Latin name then leads to the
     answer. Only translations that the project's memory holds join the query."""
-    from mcp_memory.core import search
-
     chatter, later = _session(service, project="ops"), _session(service, project="ops")
     service.append_messages(chatter, [
         {"role": "user", "content": "The login page needs a new logo."},
@@ -295,19 +289,17 @@ def test_words_cross_languages_through_the_dictionary(service, monkeypatch) -> N
     assert (chatter, 3) in found and (later, 2) in found
     english = keys(service.search_messages("登录代理出了什么问题？", project_id="ops", mode="fts", limit=5, hits_only=True))
     assert (chatter, 1) in english and (chatter, 2) in english  # and back: 登录 → log in/login, 代理 → proxy
-    monkeypatch.setattr(search, "CROSS_WEIGHT", 0.0)
+    service.tuning = replace(DEFAULT, cross_weight=0.0)
     assert (later, 2) not in keys(service.search_messages(question, project_id="ops", mode="fts", limit=5, hits_only=True))
     assert (chatter, 1) not in keys(service.search_messages("登录代理出了什么问题？", project_id="ops", mode="fts",
                                                             limit=5, hits_only=True))
 
 
-def test_the_reply_to_a_user_turn_worded_like_the_question_ranks_close_after_it(service, monkeypatch) -> None:
+def test_the_reply_to_a_user_turn_worded_like_the_question_ranks_close_after_it(service) -> None:
     """A question is worded like the user turn that once asked it; the reply holds none of its
-    words. `answered` lifts the assistant turn after each of the best user turns to ANSWER_SHARE of
+    words. `replies` (retrieval/order.py) lifts the assistant turn after each of the best user turns to answer_share of
     that turn's score; with it off, the symmetric neighbour credit leaves the reply below turns that
     merely share a word or two."""
-    from mcp_memory.core import search
-
     asked = _session(service, project="kb")
     service.append_messages(asked, [
         {"role": "user", "content": "Which embedding model for the knowledge base? It is half Chinese."},
@@ -331,5 +323,5 @@ def test_the_reply_to_a_user_turn_worded_like_the_question_ranks_close_after_it(
     only_replies = service.search_messages(question, project_id="kb", mode="fts", role="assistant").matches
     assert [(m.seq, m.score) for m in only_replies] == [(2, reply.score)]  # lifted under a role filter too
     assert rank_of_reply(role="user") is None
-    monkeypatch.setattr(search, "ANSWER_SHARE", 0.0)
+    service.tuning = replace(DEFAULT, answer_share=0.0)
     assert (rank_of_reply() or 99) > 1

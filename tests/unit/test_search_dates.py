@@ -1,13 +1,15 @@
 """Time in questions and messages (mcp_memory/search/dates.py), and the hybrid calibration pieces
-of core/hybrid.py, without a database."""
+of retrieval/vectors.py, without a database."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
 
-from mcp_memory.core import hybrid
+from mcp_memory.retrieval import vectors
+from mcp_memory.retrieval.tuning import DEFAULT
 from mcp_memory.search import dates
 
 WEDNESDAY = datetime(2024, 5, 8, 18, 0, tzinfo=UTC)
@@ -49,12 +51,7 @@ def test_time_expressions_are_recognised() -> None:
 
 def test_only_the_part_of_the_pool_above_its_typical_similarity_counts() -> None:
     similarity = {("s", i): 0.1 * i for i in range(1, 11)}
-    old = hybrid.VECTOR_BASE
-    try:
-        hybrid.VECTOR_BASE = 0.5
-        scaled = hybrid.above_typical(similarity)
-    finally:
-        hybrid.VECTOR_BASE = old
+    scaled = vectors.above_typical(similarity, frozenset(), replace(DEFAULT, vector_base=0.5))
     assert scaled[("s", 10)] == 1.0
     assert set(scaled) == {("s", i) for i in range(6, 11)}
     assert all(0 < v <= 1 for v in scaled.values())
@@ -71,18 +68,14 @@ def test_each_script_is_measured_against_its_own_typical_similarity() -> None:
     answer = ("en", 99)
     similarity = {**zh, **en, answer: 0.45}
     cjk = frozenset(zh)
-    assert answer not in hybrid.above_typical(similarity)  # no script given: the pool's base (0.60)
-    scaled = hybrid.above_typical(similarity, cjk)
+    assert answer not in vectors.above_typical(similarity, frozenset(), DEFAULT)  # no script given: the pool's base
+    scaled = vectors.above_typical(similarity, cjk, DEFAULT)
     assert scaled[answer] == pytest.approx(0.10 / 0.24) and scaled[("zh", 9)] == pytest.approx(0.05 / 0.24)
     assert ("en", 4) not in scaled and ("en", 6) in scaled  # each group: only what is above its typical
     few = {key: value for key, value in similarity.items() if key[0] == "zh" or key in {answer, ("en", 0)}}
-    assert hybrid.above_typical(few, cjk) == hybrid.above_typical(few)
-    old = hybrid.PER_SCRIPT_BASE
-    try:
-        hybrid.PER_SCRIPT_BASE = False
-        assert hybrid.above_typical(similarity, cjk) == hybrid.above_typical(similarity)
-    finally:
-        hybrid.PER_SCRIPT_BASE = old
+    assert vectors.above_typical(few, cjk, DEFAULT) == vectors.above_typical(few, frozenset(), DEFAULT)
+    one_base = replace(DEFAULT, per_script_base=False)
+    assert vectors.above_typical(similarity, cjk, one_base) == vectors.above_typical(similarity, frozenset(), one_base)
 
 
 def test_relative_periods_count_from_the_time_of_the_question() -> None:
@@ -140,7 +133,7 @@ def test_dates_a_message_names() -> None:
 
 
 def test_names_inside_chinese_text_are_bridge_names() -> None:
-    from mcp_memory.core.search import names_in
+    from mcp_memory.search.names import names_in
 
     assert names_in("新的发票服务以后就叫 Ledgerly，用来替换原来的脚本") == ["Ledgerly"]
     assert names_in("发票服务叫Ledgerly") == ["Ledgerly"]
@@ -175,12 +168,10 @@ def test_periods_and_events_rank_the_turn_of_their_window_first(service) -> None
     assert first("After the migration, how did we store user sessions?") == 6
 
 
-def test_an_event_named_in_the_other_language_is_found_through_its_translation(service, monkeypatch) -> None:
+def test_an_event_named_in_the_other_language_is_found_through_its_translation(service) -> None:
     """"发布之后" anchors on an English session's "release" (发布 → release, search/crosslang.py): the
     window starts at the turn saying it happened. Without the translation the event is not found and
-    nothing ranks the later turn first."""
-    from mcp_memory.core import search
-
+    no window lifts the later turn."""
     sid = service.create_session("timed", {"title": "sessions"}).session_id
     service.append_messages(sid, [
         {"role": "user", "content": "User sessions are stored in Memcached with a 12 hour expiry.",
@@ -191,10 +182,13 @@ def test_an_event_named_in_the_other_language_is_found_through_its_translation(s
          "created_at": "2025-03-06T08:00:00Z"},
     ])
 
-    def first(query: str) -> int:
-        return service.search_messages(query, project_id="timed", mode="fts", hits_only=True).matches[0].seq
+    def scores(query: str) -> dict[int, float]:
+        return {m.seq: m.score for m in service.search_messages(query, project_id="timed", mode="fts",
+                                                                hits_only=True).matches}
 
-    assert first("发布之后 user sessions 存在哪里？") == 4
-    assert first("发布之前 user sessions 存在哪里？") == 1
-    monkeypatch.setattr(search, "CROSS_WEIGHT", 0.0)
-    assert first("发布之后 user sessions 存在哪里？") == 1
+    after, before = scores("发布之后 user sessions 存在哪里？"), scores("发布之前 user sessions 存在哪里？")
+    assert max(after, key=after.__getitem__) == 4 and after[4] > 1.5 * after[1]  # the window doubles it
+    assert max(before, key=before.__getitem__) == 1
+    service.tuning = replace(DEFAULT, cross_weight=0.0)
+    unanchored = scores("发布之后 user sessions 存在哪里？")
+    assert unanchored[4] < 1.1 * unanchored[1]  # no window: only recency separates the two

@@ -95,21 +95,21 @@ def test_bm25_weights_and_selective_candidates() -> None:
     stats = ranking.TermStats(docs=10_000, total_len=100_000, df={"rare": 3, "common": 9_000})
     weights = ranking.term_weights({"rare": 1.0, "common": 1.0, "absent": 1.0}, stats)
     assert set(weights) == {"rare", "common"} and weights["rare"] > 5 * weights["common"]
-    assert ranking.matching_terms(weights, stats) == ["rare"]
+    assert ranking.matching_terms(weights, stats, selective_df=1000) == ["rare"]
     only_common = ranking.term_weights({"common": 1.0}, stats)
-    assert ranking.matching_terms(only_common, stats) == ["common"]
+    assert ranking.matching_terms(only_common, stats, selective_df=1000) == ["common"]
 
 
 def test_neighbours_count_half_and_order_is_deterministic() -> None:
-    scores = ranking.with_neighbours({("s", 5): 2.0, ("s", 1): 1.0})
+    scores = ranking.with_neighbours({("s", 5): 2.0, ("s", 1): 1.0}, 0.5)
     assert scores[("s", 4)] == 1.0 and scores[("s", 6)] == 1.0 and scores[("s", 2)] == 0.5
     assert ("s", 0) not in scores
     now = datetime(2026, 1, 1, tzinfo=UTC)
     items = [(("b", 1), 1.0, now), (("a", 1), 1.0, now), (("c", 1), 1.0, now - timedelta(days=300))]
-    assert [k for k, _ in ranking.final_order(items)] == [("a", 1), ("b", 1), ("c", 1)]
+    assert [k for k, _ in ranking.final_order(items, weight=0.05, days=90.0)] == [("a", 1), ("b", 1), ("c", 1)]
     # recency never beats a clearly better text score
     items = [(("old", 1), 1.2, now - timedelta(days=900)), (("new", 1), 1.0, now)]
-    assert ranking.final_order(items)[0][0] == ("old", 1)
+    assert ranking.final_order(items, weight=0.05, days=90.0)[0][0] == ("old", 1)
 
 
 def test_snippet_highlights_cjk_and_keeps_the_best_window() -> None:

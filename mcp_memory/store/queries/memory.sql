@@ -50,3 +50,14 @@ SELECT name, description, created_at FROM mm_agents();
 INSERT INTO agents (name, description) VALUES (%(name)s, %(description)s)
 ON CONFLICT (name) DO UPDATE SET description = excluded.description
 RETURNING name, description, created_at;
+
+-- name: recall_latest_turns
+-- Session start without a recorded decision (core/recall.py `digest`): the newest user and assistant
+-- turns of the project's most recently written sessions, newest first.
+SELECT m.session_id, m.seq, m.role, m.payload, m.created_at, s.title
+FROM (SELECT session_id, title, part_month FROM sessions WHERE project_id = %(project_id)s
+      ORDER BY updated_at DESC LIMIT %(sessions)s) s
+JOIN messages m ON m.session_id = s.session_id AND m.part_month = s.part_month
+WHERE m.role IN ('user', 'assistant')
+ORDER BY m.created_at DESC, m.seq DESC
+LIMIT %(cap)s;
