@@ -78,6 +78,8 @@ def _message(event: dict[str, Any], state: ReadState, report: MappingReport) -> 
     data: dict[str, Any] = event["data"] if isinstance(event.get("data"), dict) else {}
     if kind == "session.start":
         state.header = event
+        if isinstance(data.get("sessionId"), str) and data["sessionId"]:
+            state.session_id = data["sessionId"]  # the append ids name the session, whatever the folder
         _note_facts(state, data)
     if kind not in MESSAGE_EVENTS:
         if kind not in KNOWN_EVENTS:

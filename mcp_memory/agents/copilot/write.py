@@ -164,7 +164,7 @@ def _arguments(text: str, report: MappingReport) -> dict[str, Any]:
     if isinstance(value, dict):
         return value
     report.transform("tool call arguments that are not a JSON object wrapped as {\"input\": …}")
-    return {"input": text}
+    return {"input": text if value is None else value}
 
 
 def workspace_yaml(session_id: str, cwd: str | None, title: str | None, created: str, updated: str) -> str:
