@@ -19,7 +19,7 @@ from typing import Any
 
 from scripted_model import can_call, result_json, tool_results
 
-CLI = {"claude-code": "claude", "opencode": "opencode", "codex": "codex", "gemini": "gemini"}
+CLI = {"claude-code": "claude", "opencode": "opencode", "codex": "codex", "gemini": "gemini", "copilot": "copilot"}
 RUN_TIMEOUT = 180
 
 # OpenCode: a custom openai-compatible provider; "scripted/relay-model" is the user's default model
@@ -61,6 +61,8 @@ class Home:
             _point_at(Path(env["CODEX_HOME"]) / "config.toml", url)
         elif self.agent == "gemini":
             env["GOOGLE_GEMINI_BASE_URL"] = url
+        elif self.agent == "copilot":
+            env["COPILOT_PROVIDER_BASE_URL"] = f"{url}/v1"
         return env
 
 
@@ -77,7 +79,7 @@ def make_home(agent: str, root: Path, work: Path, dsn: str, profile: dict[str, s
     work.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in profile.items()
            if not k.startswith(("ANTHROPIC_", "CLAUDE_", "OPENCODE", "XDG_", "CODEX_", "GEMINI_", "GOOGLE_",
-                                "OPENAI_", "npm_"))}
+                                "OPENAI_", "npm_", "COPILOT_"))}
     env.update(HOME=str(home), XDG_DATA_HOME=str(root / "data"), XDG_CONFIG_HOME=str(root / "config"),
                XDG_CACHE_HOME=str(root / "cache"), XDG_STATE_HOME=str(root / "state"), MCP_MEMORY_DSN=dsn,
                TERM="dumb", LANG="C.UTF-8", NO_COLOR="1")
@@ -118,6 +120,9 @@ def make_home(agent: str, root: Path, work: Path, dsn: str, profile: dict[str, s
             "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
             "model": {"name": "gemini-2.5-pro"}}))
         env.update(GEMINI_API_KEY="dummy", GEMINI_CLI_NO_RELAUNCH="true")
+    elif agent == "copilot":  # BYOK: a custom provider and offline mode need no GitHub login
+        env.update(COPILOT_OFFLINE="true", COPILOT_AUTO_UPDATE="false", COPILOT_ALLOW_ALL="true",
+                   COPILOT_PROVIDER_TYPE="openai", COPILOT_PROVIDER_API_KEY="sk-dummy", COPILOT_MODEL="fake-model")
     return Home(agent, root, work, env)
 
 
@@ -155,6 +160,8 @@ def run_argv(agent: str, prompt: str, resume: str | None) -> list[str]:
         return ["opencode", "run", "--format", "json", *(["--session", resume] if resume else [])]
     if agent == "codex":
         return ["codex", "exec", "--json", "--skip-git-repo-check", *(["resume", resume] if resume else []), prompt]
+    if agent == "copilot":
+        return ["copilot", "-p", prompt, "--allow-all-tools", *([f"--resume={resume}"] if resume else [])]
     return ["gemini", "-p", prompt, "--yolo", "--output-format", "json", *(["--resume", resume] if resume else [])]
 
 

@@ -99,7 +99,7 @@ def resolve(request: dict[str, Any], name: str) -> str:
     offered = tool_names(request)
     if name in offered:
         return name
-    matches = [n for n in offered if n.endswith("_" + name)]
+    matches = [n for n in offered if n.endswith(("_" + name, "-" + name))]  # Copilot CLI: mcp-memory-recall
     return matches[0] if len(matches) == 1 else name
 
 
