@@ -9,12 +9,12 @@ tail over direct_dsn) works end to end. Skipped where PgBouncer is not installed
 from __future__ import annotations
 
 import configparser
-from datetime import timedelta
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from datetime import timedelta
 from pathlib import Path
 
 import psycopg
