@@ -5,7 +5,7 @@
 #
 #   install/install.sh --dsn postgresql://host-a@db.example.internal/mcp_memory [--token-stdin] \
 #                      [--pgbouncer --direct-dsn postgresql://host-a@db:5432/mcp_memory] \
-#                      [--archiver [--archive-remote URL]] [--source PATH_OR_SPEC] \
+#                      [--archiver [--archive-remote URL]] [--source PATH_OR_SPEC | --no-install] \
 #                      [--no-agents] [--dry-run]
 #
 # The token (from `mcp-memory token create` on the admin's machine) is prompted for, or read from
@@ -15,6 +15,8 @@
 # --archiver (systemd): the service user mcp-memory, the program in /opt/mcp-memory (linked from
 # /usr/local/bin), /etc/mcp-memory/config.toml (DSN, [archive] repo and remote), the token in
 # /etc/mcp-memory/archive.env (0640, group mcp-memory) and install/mcp-memory-archive.service.
+# --no-install: mcp-memory is already installed and on PATH (an image, a package, a re-run after a
+# new token); only the login, the agents, the archiver service and doctor.
 set -euo pipefail
 
 DSN=""
@@ -26,11 +28,12 @@ ARCHIVE_REMOTE=""
 TOKEN=""
 AGENTS=1
 DRY_RUN=0
+INSTALL=1
 SOURCE="mcp-memory"
 VENV="${XDG_DATA_HOME:-$HOME/.local/share}/mcp-memory/venv"
 BIN_DIR="$HOME/.local/bin"
 
-usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -42,6 +45,7 @@ while [ $# -gt 0 ]; do
         --archive-remote) ARCHIVE_REMOTE="$2"; shift 2 ;;
         --no-agents) AGENTS=0; shift ;;
         --source) SOURCE="$2"; shift 2 ;;
+        --no-install) INSTALL=0; shift ;;
         --dry-run) DRY_RUN=1; shift ;;
         -h|--help) usage; exit 0 ;;
         *) echo "install.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
@@ -54,6 +58,10 @@ run() {  # print, and run unless --dry-run
 }
 
 install_package() {
+    if [ "$INSTALL" = 0 ]; then
+        MCP="$(command -v mcp-memory)" || { echo "install.sh: --no-install, but no mcp-memory on PATH" >&2; exit 1; }
+        return
+    fi
     if command -v pipx >/dev/null 2>&1; then
         run pipx install --force "$SOURCE"
         MCP="$(command -v mcp-memory || echo "$BIN_DIR/mcp-memory")"
@@ -127,11 +135,16 @@ write_root_file() {  # path mode content: written through sudo, never shown (it 
 }
 
 archiver_config() {  # /etc/mcp-memory/config.toml; values quoted as TOML strings (JSON's are valid TOML)
-    python3 - "$DSN" "$SERVICE_HOME/archive" "$ARCHIVE_REMOTE" <<'PY'
+    python3 - "$DSN" "$SERVICE_HOME/archive" "$ARCHIVE_REMOTE" "$PGBOUNCER" "$DIRECT_DSN" <<'PY'
 import json, sys
-dsn, repo, remote = sys.argv[1:4]
+dsn, repo, remote, pgbouncer, direct = sys.argv[1:6]
 print("# mcp-memory archiver (install/README.md, section 5); the token is in /etc/mcp-memory/archive.env")
-print(f"[database]\ndsn = {json.dumps(dsn)}\n\n[archive]\nrepo = {json.dumps(repo)}")
+print(f"[database]\ndsn = {json.dumps(dsn)}")
+if pgbouncer == "1":  # behind the tier (section 6): the lease and LISTEN go straight to PostgreSQL
+    print("pgbouncer = true\ngateway = true")
+if direct:
+    print(f"direct_dsn = {json.dumps(direct)}")
+print(f"\n[archive]\nrepo = {json.dumps(repo)}")
 print(f"remote = {json.dumps(remote)}" if remote else "# remote = \"git@git.example.internal:team/mcp-memory-archive.git\"")
 PY
 }

@@ -300,4 +300,8 @@ def _archive_check(settings: Settings) -> Check:
     path = Path(str(repo)).expanduser()
     if (path / ".git").exists() or (path / "HEAD").exists():
         return Check("archive", True, f"repo {path}")
+    if not path.exists():  # a standby's: the archiver makes it (from the remote) when it takes the lease
+        source = " from [archive] remote" if settings.archive.get("remote") else ""
+        return Check("archive", True, f"repo {path} not made yet: the archiver creates it{source} when it takes "
+                     "the lease (a standby until then)")
     return Check("archive", False, f"archive repo {path} is not a git repository: run `mcp-memory archive --once`")

@@ -84,6 +84,19 @@ def record_dsn(config_path: Path, dsn: str, *, pgbouncer: bool | None, gateway: 
                 database[key] = value
 
 
+def same_address(settings: Settings, clean: str, token: str) -> bool:
+    """Whether `clean` is the DSN the config already records (the host's DSN as it is): a login
+    again with a new token then keeps what that DSN was recorded with (`pgbouncer`, `gateway`,
+    `direct_dsn`), and the token is stored for the direct address too, or the host's live tail and
+    doctor would go on with the old token there."""
+    if not settings.dsn or settings.embedded:
+        return False
+    try:
+        return normalise_dsn(settings.dsn, token) == clean
+    except Invalid:  # the config names another role: a login for another token
+        return False
+
+
 def login(settings: Settings, *, dsn: str, token: str, check: bool = True, pgbouncer: bool | None = None,
           gateway: bool | None = None, direct_dsn: str | None = None) -> LoginResult:
     """Check the token (through the pooler, and directly at `direct_dsn` when given), then store it
@@ -92,9 +105,13 @@ def login(settings: Settings, *, dsn: str, token: str, check: bool = True, pgbou
     token = token.strip()
     if not token:
         raise Invalid("the token is empty")
+    clean = normalise_dsn(dsn, token)
+    if same_address(settings, clean, token):  # a new token for the host's DSN as it is (token rotate)
+        if pgbouncer is None:
+            pgbouncer, gateway = settings.pgbouncer, settings.gateway if gateway is None else gateway
+        direct_dsn = direct_dsn or settings.direct_dsn
     if gateway is None and pgbouncer:
         gateway = True
-    clean = normalise_dsn(dsn, token)
     direct = normalise_dsn(direct_dsn, token) if direct_dsn else None
     role, projects, read_only = (verify(clean, token, timeout=settings.connect_timeout, gateway=bool(gateway))
                                  if check else (str(conninfo_to_dict(clean).get("user") or ""), [], False))

@@ -30,6 +30,10 @@ log = logging.getLogger(__name__)
 _TOKEN_ROLE = re.compile(r"^mmt\.([a-z][a-z0-9_\-]{0,62})\.[A-Za-z0-9_\-]{43}$")
 
 
+class OwnTokenRefused(Unauthorized):
+    """The proof of this host's own token was refused (rotated past its grace, revoked, expired)."""
+
+
 def login_of_token(dsn: str) -> str:
     """A DSN whose password is a token (`mmt.<role>.…`) logs in as the token's role, whatever its
     user says: after `token rotate`, the new token's login (NAME_r2, …) is another role of the same
@@ -206,6 +210,9 @@ class Database:
                         self.after_transaction(conn)
                 finally:
                     _mark_used(conn)
+        except OwnTokenRefused:
+            self.reset()  # the next call reads the stored token again: `login` may have put a rotated one there
+            raise
         except Unavailable as exc:
             self.reset()
             if isinstance(exc.__cause__, psycopg.errors.AdminShutdown) and not (armed and armed.fired):
@@ -228,8 +235,14 @@ class Database:
         if self.settings.gateway:
             parts.append("mm_enter(%s)")
             params.append(self._gateway_token())
-        if parts:
+        if not parts:
+            return
+        try:
             conn.execute("SELECT " + ", ".join(parts), params)
+        except psycopg.Error as exc:
+            if self.settings.gateway and exc.sqlstate == "MM403":
+                raise OwnTokenRefused("the token was not accepted (revoked, expired or mistyped)") from exc
+            raise
 
     def _gateway_token(self) -> str:
         """The token this host proves each transaction with: the password of its DSN (the DSN itself,

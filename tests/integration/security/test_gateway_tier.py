@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from datetime import timedelta
 from pathlib import Path
 
 import psycopg
@@ -464,3 +465,45 @@ def test_a_pooled_host_is_set_up_by_login_as_the_guide_says(
         assert host.appends.listener.poll_seconds is None  # LISTEN on the direct connection, not polling
     finally:
         host.db.close()
+
+
+def test_a_rotated_token_on_a_pooled_host_is_the_printed_login_and_nothing_else(
+        tier: Tier, settings: Settings, owner_db: Database, make_token: Callable[..., tokens.CreatedToken],
+        profile: dict[str, str]) -> None:
+    """`token rotate` prints: `mcp-memory login` with the host's DSN as it is. On a pooled host that
+    login keeps pgbouncer, gateway and direct_dsn and stores the new token for the direct address too
+    (else doctor and the live tail go on with the old token there); a server running since before the
+    rotation reads the stored token again once its old one is refused."""
+    import subprocess
+    import sys
+
+    from mcp_memory.config import load_settings
+
+    a = make_token("pr", ["PR"])
+    env = {k: v for k, v in profile.items() if k != "MCP_MEMORY_DSN"}
+    cli = [sys.executable, "-m", "mcp_memory"]
+    direct = tokens.role_dsn(tier.direct, a.role)
+    first = subprocess.run([*cli, "login", "--dsn", tier.dsn(a), "--pgbouncer", "--direct-dsn", direct, "--token-stdin"],
+                           input=a.token + "\n", env=env, capture_output=True, text=True, timeout=120)
+    assert first.returncode == 0, first.stderr
+    running = build(load_settings(environ=env), application_name="pooled@rotation")
+    try:
+        sid = running.create_session("PR").session_id
+        new = tokens.rotate(owner_db, a.role, grace=timedelta(0)).created
+        again = subprocess.run([*cli, "login", "--dsn", tier.dsn(a), "--token-stdin"], input=new.token + "\n",
+                               env=env, capture_output=True, text=True, timeout=120)
+        assert again.returncode == 0, again.stderr
+        kept = load_settings(environ=env)
+        assert kept.pgbouncer and kept.gateway and kept.direct_dsn == direct
+        doctor = subprocess.run([*cli, "doctor", "--json"], env=env, capture_output=True, text=True, timeout=120)
+        assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+        outcomes = []
+        for n in range(2):  # the cached old token is refused once, then the stored new one is read
+            try:
+                running.append_message(sid, {"role": "user", "content": f"turn {n}", "append_id": f"msg_{uuid.uuid4().hex}"})
+                outcomes.append("ok")
+            except Unauthorized:
+                outcomes.append("refused")
+        assert outcomes[-1] == "ok", outcomes
+    finally:
+        running.db.close()
