@@ -5,7 +5,7 @@ Usage:
         [--embedder local|openai] [--model NAME] [--json] [--misses]
 
 DATASET defaults to the public set `chitchat` (real conversations of the Chit-Chat corpus, shipped by
-the PyPI package chitchat-dataset; the questions are generated from a seed by
+the PyPI package chitchat-dataset, `pip install -e ".[bench]"`; the questions are generated from a seed by
 scripts/bench/data/make_chitchat_qa.py) and the three bundled sets: scripts/bench/data/memory_qa.json (agent sessions about
 projects), scripts/bench/data/life_qa.json (long multi-session conversations, one session per
 day) and scripts/bench/data/project_qa.json (engineering projects over months, sessions in English
