@@ -43,7 +43,7 @@ def test_verify_on_a_diverged_standby_compares_the_remote_and_still_finds_a_real
     refused = Archiver(service.db, options(a, remote)).run(once=True)  # a commits, the remote refuses it
     assert (refused.exported, refused.done, refused.retrying) == (1, 0, 1)
     (remote / "refuse").unlink()
-    time.sleep(0.5)  # the job's backoff
+    time.sleep(1.1)  # the job's backoff, and b's commit a second later than a's (else the two are one sha)
     assert Archiver(service.db, options(b, remote)).run(once=True).done == 1  # b took over: exports it again
     service.append_messages(sid, messages(2, "three"))
     service.create_snapshot(sid, "three")
