@@ -66,7 +66,7 @@ def retire(db: Database, month: date, *, archive: str | Path | None, drop: bool)
         if archive is None:
             return ColdRetirement(partitions.retire(conn, month, drop=False), None)
         with source.open_archive(archive) as src:
-            rev = verify.latest(src.repo, src.rev)
+            rev, _ = verify.latest(src.repo, src.rev)
             archived = _archived(src.repo, rev, ColdStore(conn).month_sessions(month), db.settings.max_message_bytes)
         with conn.transaction():
             sessions = ColdStore(conn).month_sessions(month, lock=True)
@@ -101,7 +101,7 @@ def restore(db: Database, month: date, *, archive: str | Path | None,
             raise Invalid(f"month {month:%Y-%m} was dropped: --archive PATH is needed to bring it back "
                           f"(it was verified against archive commit {commit or 'unknown'})")
         with source.open_archive(archive) as src:
-            rev = verify.latest(src.repo, src.rev)
+            rev, _ = verify.latest(src.repo, src.rev)
             if commit and not gitrepo.is_ancestor(src.repo, commit, rev):
                 raise Conflict(f"the archive at {rev[:12]} does not contain commit {commit[:12]}, against which "
                                f"month {month:%Y-%m} was verified when it retired: this is not that archive")

@@ -285,7 +285,8 @@ class Archiver:
         the queue with backoff — the commits stay, later batches keep committing and pushing them."""
         if self.options.remote:
             try:
-                gitrepo.push(self.options.repo, timeout=self.options.push_timeout)
+                # a long push keeps the jobs' leases (push_timeout: seconds without progress)
+                gitrepo.push(self.options.repo, timeout=self.options.push_timeout, tick=self._heartbeat)
             except gitrepo.GitError as exc:
                 failure: gitrepo.GitError = exc
                 if exc.rejected:

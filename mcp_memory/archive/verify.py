@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,53 +44,77 @@ class VerifyReport:
     sessions: list[dict[str, Any]] = field(default_factory=list)
     differences: list[str] = field(default_factory=list)
     repaired: list[str] = field(default_factory=list)
+    fetched: str | None = None  # what the fetch of the remote found, and which main was compared
 
     @property
     def ok(self) -> bool:
         return not self.differences
 
     def to_json(self) -> dict[str, Any]:
-        return {"ok": self.ok, "sessions": self.sessions, "differences": self.differences, "repaired": self.repaired}
+        return {"ok": self.ok, "sessions": self.sessions, "differences": self.differences, "repaired": self.repaired,
+                "fetched": self.fetched}
 
     def lines(self) -> list[str]:
         total = sum(s["archive"]["messages"] for s in self.sessions)
+        fetched = [self.fetched] if self.fetched else []
         if self.ok:
-            return [*self.repaired, f"archive matches the database: {len(self.sessions)} session(s), {total} line(s)"]
-        return [*self.repaired, *self.differences, f"{len(self.differences)} difference(s) in {len(self.sessions)} session(s)"]
+            return [*fetched, *self.repaired, f"archive matches the database: {len(self.sessions)} session(s), {total} line(s)"]
+        return [*fetched, *self.repaired, *self.differences, f"{len(self.differences)} difference(s) in {len(self.sessions)} session(s)"]
 
 
 def verify(db: Database, repo: Path, *, repair: bool = False, fetch: bool = True) -> VerifyReport:
     """Compare the archive at `repo` (any clone: an archiver's repository, a standby's, `git clone` of
-    the remote) with the database. A repository with a remote is first brought up to it (`fetch`):
-    a standby's copy is only refreshed when it takes over, and would otherwise show differences that
-    are not there. `repair`: re-tag the snapshots whose tag holds more lines than the snapshot's seq."""
+    the remote) with the database. A repository with a remote is first fetched (`fetch`): a standby's
+    copy is only refreshed when it takes over, and would otherwise show differences that are not
+    there; the report says what was fetched and which main was compared. `repair`: re-tag the
+    snapshots whose tag holds more lines than the snapshot's seq."""
     if not repo.is_dir():
         raise Invalid(f"{repo} is not an archive repository (no such folder)")
     with source.open_archive(repo) as archive:
-        rev = latest(archive.repo, archive.rev) if fetch else archive.rev
-        return _verify(db, archive.repo, rev, repair=repair)
+        rev, fetched = latest(archive.repo, archive.rev) if fetch else (archive.rev, None)
+        report = _verify(db, archive.repo, rev, repair=repair)
+    report.fetched = fetched
+    return report
 
 
-def latest(repo: Path, rev: str) -> str:
-    """`rev`, or the remote's main when this copy is behind it. Only a copy that is behind (a
-    standby's) takes the remote's snapshot tags too: the active archiver's own tags (one just moved
-    by --repair and not pushed yet) are never replaced by the remote's."""
+def latest(repo: Path, rev: str) -> tuple[str, str | None]:
+    """The main to compare and what the fetch found. This copy's `rev` when it is the remote's or
+    ahead of it (the active archiver's unpushed work); the remote's main when this copy is behind it,
+    or diverged from it (a standby whose last run as writer left commits the remote moved past: the
+    remote wins when it takes over, gitrepo.sync_with_remote). Only then are the remote's snapshot
+    tags taken too: the active archiver's own tags (one just moved by --repair and not pushed yet)
+    are never replaced by the remote's."""
     if not gitrepo.has_remote(repo):
-        return rev
+        return rev, None
+    url = gitrepo.git(repo, "remote", "get-url", gitrepo.REMOTE, check=False).strip() or gitrepo.REMOTE
+    url = re.sub(r"//[^/@]*@", "//", url)  # a password or token in the URL is never shown
     try:
         gitrepo.git(repo, "fetch", "-q", gitrepo.REMOTE,
                     f"+refs/heads/{layout.BRANCH}:refs/remotes/{gitrepo.REMOTE}/{layout.BRANCH}",
                     timeout=FETCH_TIMEOUT)
         remote = gitrepo.git(repo, "rev-parse", "-q", "--verify",
                              f"refs/remotes/{gitrepo.REMOTE}/{layout.BRANCH}", check=False).strip()
-        if not remote or remote == rev or not gitrepo.is_ancestor(repo, rev, remote):
-            return rev
+        if not remote:
+            return rev, f"fetched {url}: it has no {layout.BRANCH} yet; compared this copy"
+        if remote == rev:
+            return rev, f"fetched {url}: {layout.BRANCH} at {remote[:10]}, the same as this copy"
+        ahead, behind = _count(repo, f"{remote}..{rev}"), _count(repo, f"{rev}..{remote}")
+        if not behind:
+            return rev, (f"fetched {url}: {layout.BRANCH} at {remote[:10]}; this copy is {ahead} commit(s) "
+                         "ahead (not pushed yet), compared this copy")
         gitrepo.git(repo, "fetch", "-q", gitrepo.REMOTE, "+refs/tags/snapshot-*:refs/tags/snapshot-*",
                     timeout=FETCH_TIMEOUT)
     except gitrepo.GitError as exc:
         log.warning("archive verify: cannot fetch the remote (%s); verifying the local copy", exc)
-        return rev
-    return remote
+        return rev, f"could not fetch {url} ({exc}); compared this copy as it is"
+    left = (f", and this copy's {ahead} commit(s) the remote moved past (a standby's earlier run as writer; "
+            "the remote wins when it takes over)") if ahead else ""
+    return remote, (f"fetched {url}: {layout.BRANCH} at {remote[:10]} with {behind} commit(s) this copy lacked"
+                    f"{left}, and its snapshot tags; compared the remote's {layout.BRANCH}")
+
+
+def _count(repo: Path, span: str) -> int:
+    return int(gitrepo.git(repo, "rev-list", "--count", span).strip() or 0)
 
 
 def _verify(db: Database, repo: Path, rev: str, *, repair: bool) -> VerifyReport:

@@ -106,6 +106,7 @@ def _stop(settings: Settings) -> int:
     if result.restarted_by is not None:
         raise Unavailable(f"the embedded server was stopped, but another process started it again at once "
                           f"(postmaster pid {result.restarted_by}); stop the mcp-memory processes of this profile first")
-    print("embedded server stopped; running mcp-memory processes will not restart it (a new command starts it again)"
-          if result.was_running else "embedded server was not running")
+    print("embedded server stopped; it starts again on demand: at the next call of a running mcp-memory process "
+          "(serve, serve-http, an archiver) or at any new command" if result.was_running
+          else "embedded server was not running")
     return 0

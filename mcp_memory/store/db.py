@@ -55,6 +55,7 @@ class Database:
         self._pool: ConnectionPool | None = None
         self._dsn: str | None = None
         self._token: str | None = None
+        self._server_seen = 0.0  # when a call last asked for the pool (monotonic)
         self._before_close: list[Callable[[], object]] = []
         # run last inside each transaction that succeeded (store/replicas.py notes the write position)
         self.after_transaction: Callable[[psycopg.Connection], None] | None = None
@@ -72,7 +73,7 @@ class Database:
         if self._dsn is None:
             if self.settings.embedded:  # peer authentication on a private socket: no password to look up
                 self._dsn = embedded.ensure_running(
-                    self.settings.embedded_dir, allow_root=self.settings.embedded_as_root, automatic=True,
+                    self.settings.embedded_dir, allow_root=self.settings.embedded_as_root,
                     connect_timeout=self.settings.connect_timeout)
             else:  # the keyring's backends take ~0.5 s to load: only a DSN that may need one asks it
                 self._dsn = login_of_token(with_password(self.settings.dsn or "", self.settings.password,
@@ -124,9 +125,23 @@ class Database:
 
     def pool(self) -> ConnectionPool:
         with self._lock:
+            stale = self._pool if self._embedded_stopped() else None
+            if stale is not None:  # `db stop` (or a crash) ended it: start it again rather than wait on dead sockets
+                log.info("the embedded server is not running any more; starting it again")
+                self._pool, self._dsn = None, None
+                stale.close(timeout=0)
             if self._pool is None:
                 self._pool = self._open_pool()
             return self._pool
+
+    def _embedded_stopped(self) -> bool:
+        """The embedded default's server is gone (read from postmaster.pid, no round trip), looked at
+        only when this process has not used it for IDLE_CHECK_SECONDS: a burst of calls pays nothing."""
+        if not self.settings.embedded or self._pool is None:
+            return False
+        now = time.monotonic()
+        idle, self._server_seen = now - self._server_seen > IDLE_CHECK_SECONDS, now
+        return idle and not embedded.running(self.settings.embedded_dir)
 
     def _open_pool(self) -> ConnectionPool:
         with translate_errors():

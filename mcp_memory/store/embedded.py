@@ -3,7 +3,9 @@
 The server runs detached (pg_ctl) with its data under `<data dir>/pg` and a unix socket (a loopback
 port on Windows); every mcp-memory process of the profile attaches to the same server. Starting is
 serialised by a file lock, so two `serve` processes starting at the same moment end on one server;
-a process that finds it running pays only for reading `postmaster.pid`. `mcp-memory db stop` stops it.
+a process that finds it running pays only for reading `postmaster.pid`. `mcp-memory db stop` stops it
+under that lock; once the stop is over, the next call of any process (a running `serve` too) starts it
+again.
 
 The wheel's binaries are used, not its start logic (which, as root, widens the permissions of every
 parent folder and puts a long path's socket in a shared 0777 folder with trust authentication):
@@ -27,7 +29,6 @@ import stat
 import subprocess
 import sys
 import tempfile
-import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,27 +110,20 @@ def _existing_server_user() -> pwd.struct_passwd | None:
         return pwd.struct_passwd((SERVER_USER, "x", -1, -1, "", "/", ""))
 
 
-def ensure_running(pgdir: Path, *, allow_root: bool = False, automatic: bool = False,
-                   connect_timeout: float = 5.0) -> str:
-    """Start (or attach to) the embedded server; return a URI to its `mcp_memory` database.
-    `automatic`: a reconnect of a running process, which does not undo a `db stop`."""
+def ensure_running(pgdir: Path, *, allow_root: bool = False, connect_timeout: float = 5.0) -> str:
+    """Start (or attach to) the embedded server; return a URI to its `mcp_memory` database. A start
+    asked for while `db stop` runs waits for the stop to finish (the start lock), then starts it."""
     info = _running_info(data_folder(pgdir))
     if info is None:
         import fasteners
 
-        if automatic:
-            _refuse_restart_after_stop(pgdir)
         pgdir.parent.mkdir(parents=True, exist_ok=True)
         with fasteners.InterProcessLock(str(pgdir.parent / "pg.lock")):
-            if automatic:
-                _refuse_restart_after_stop(pgdir)
             user = _server_user(allow_root)
             folder = embedded_root.data_folder(pgdir, user)
             info = _running_info(folder)
             if info is None:
                 info = _start(folder, user, profile=pgdir)
-                _stop_marker(pgdir).unlink(missing_ok=True)
-    _attached.setdefault(pgdir, time.time())
     uri = info.get_uri(database=DATABASE)
     _ensure_database(info.get_uri(database="postgres"), connect_timeout)
     return uri
@@ -286,21 +280,11 @@ def _ensure_database(admin_uri: str, connect_timeout: float) -> None:
 
 
 STOP_TIMEOUT = 20  # seconds pg_ctl waits for the server to stop
-_attached: dict[Path, float] = {}  # data dir -> when this process first found its server running
 
 
-def _stop_marker(pgdir: Path) -> Path:
-    return pgdir.parent / "pg.stopped"
-
-
-def _refuse_restart_after_stop(pgdir: Path) -> None:
-    """A process attached before `db stop` does not start the server again (a new process does):
-    `db stop` keeps the server stopped for the processes that were running."""
-    since = _attached.get(pgdir)
-    marker = _stop_marker(pgdir)
-    if since is not None and marker.exists() and marker.stat().st_mtime >= since:
-        raise Unavailable("the embedded server was stopped by `mcp-memory db stop`; this process does not "
-                          "restart it (restart this process, or run any new mcp-memory command, to start it)")
+def running(pgdir: Path) -> bool:
+    """Whether the profile's server runs and is ready (reads `postmaster.pid`; no connection)."""
+    return _running_info(data_folder(pgdir)) is not None
 
 
 @dataclass(frozen=True)
@@ -315,15 +299,14 @@ def stop(pgdir: Path) -> bool:
 
 
 def stop_and_hold(pgdir: Path) -> StopResult:
-    """Stop the server under the start lock (no process can start it meanwhile) and leave the stop
-    marker, so that processes attached before keep it stopped; report a server found running again."""
+    """Stop the server under the start lock (no process can start it meanwhile; a process that needs
+    it waits for the lock and starts it once the stop is over); report a server found running again."""
     import fasteners
 
     if not pgdir.parent.exists():
         return StopResult(False)
     folder = data_folder(pgdir)
     with fasteners.InterProcessLock(str(pgdir.parent / "pg.lock")):
-        _stop_marker(pgdir).write_text(f"{time.time()}\n")
         info = _running_info(folder)
         if info is None:
             return StopResult(False)

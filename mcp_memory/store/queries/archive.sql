@@ -46,7 +46,11 @@ SELECT mm_archive_mark_done(%(job_ids)s::bigint[], %(commits)s::text[]);
 SELECT mm_archive_mark_failed(%(job_id)s::bigint, %(error)s, %(give_up)s, %(delay)s::float8) AS status;
 
 -- name: archive_next_due
-SELECT extract(epoch FROM min(run_after) - now()) FROM export_jobs WHERE status = 'pending';
+-- The next pending job due, or the next running job whose lease runs out (left by a dead or stuck
+-- archiver or push): the lease holder wakes then and claims it again, without waiting for a poll.
+SELECT extract(epoch FROM min(CASE WHEN status = 'pending' THEN run_after
+                                  ELSE greatest(lease_until, now() + interval '1 second') END) - now())
+FROM export_jobs WHERE status = 'pending' OR (status = 'running' AND lease_until IS NOT NULL);
 
 -- name: archive_get_job
 SELECT job_id, snapshot_id, session_id, status, attempts, last_error FROM export_jobs WHERE job_id = %(job_id)s;

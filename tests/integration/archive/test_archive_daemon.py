@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 from archive_support import archive_lines, bare_remote, db_rows, git, job_states, messages
 
@@ -166,3 +167,35 @@ def check_converged(dsn: str, repo: Path, session_ids: list[str]) -> None:
         assert (repo / layout.session_path(sid)).read_bytes().endswith(b"\n")
         assert not git(repo, "status", "--porcelain", "--", layout.session_path(sid)).strip(), sid
     json.loads((repo / layout.meta_path(session_ids[0])).read_text())
+
+
+def test_kill_9_of_a_push_is_retried_by_the_same_daemon(service: Service, settings, spawn, tmp_path) -> None:
+    remote = bare_remote(tmp_path)
+    hold = tmp_path / "hold"
+    hold.touch()
+    wrapper = tmp_path / "receive-pack"
+    wrapper.write_text(f"#!/bin/sh\nwhile [ -e {hold} ]; do sleep 0.1; done\nexec git-receive-pack \"$@\"\n")
+    wrapper.chmod(0o755)
+    repo = tmp_path / "archive"
+    daemon = spawn("--daemon", "--repo", str(repo), "--remote", str(remote))
+    wait_until(lambda: holder_pid(settings))
+    git(repo, "config", "remote.origin.receivepack", str(wrapper))
+    s = service.create_session("proj")
+    service.append_messages(s.session_id, messages(3))
+    service.create_snapshot(s.session_id, "pushed slowly")
+
+    def push_process() -> psutil.Process | None:
+        found = [p for p in psutil.Process(daemon.pid).children(recursive=True)
+                 if p.name() == "git" and "push" in p.cmdline()]
+        return found[0] if found else None
+
+    push = wait_until(push_process, timeout=30)
+    assert isinstance(push, psutil.Process)
+    push.kill()  # kill -9 of the push only: the daemon lives on
+    wait_until(lambda: job_states(settings.dsn)[1][1] >= 1)  # the attempt failed and was counted
+    hold.unlink()
+    wait_until(lambda: all_done(settings.dsn), timeout=30)  # the same daemon retried it: no restart
+    assert daemon.poll() is None and holder_name(settings).endswith(f":{daemon.pid}")
+    assert git(remote, "rev-parse", "main") == git(repo, "rev-parse", "main")
+    state, attempts, _ = job_states(settings.dsn)[1]
+    assert state == "done" and attempts >= 1  # done after the killed attempt
