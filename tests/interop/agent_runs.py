@@ -19,7 +19,7 @@ from typing import Any
 
 from scripted_model import can_call, result_json, tool_results
 
-CLI = {"claude-code": "claude", "opencode": "opencode", "codex": "codex", "gemini": "gemini"}
+CLI = {"claude-code": "claude", "opencode": "opencode", "codex": "codex", "gemini": "gemini", "qwen-code": "qwen"}
 RUN_TIMEOUT = 180
 
 # OpenCode: a custom openai-compatible provider; "scripted/relay-model" is the user's default model
@@ -28,6 +28,7 @@ OPENCODE_MODEL = "relay-model"
 # Codex: a custom Responses provider; Codex needs a model slug it knows (else it emits an error item)
 CODEX_PROVIDER = "scripted-responses"
 CODEX_MODEL = "gpt-5.5"
+QWEN_MODEL = "scripted-qwen"  # Qwen Code: its OpenAI-compatible provider, model named in settings and env
 
 
 def missing(agent: str) -> bool:
@@ -61,6 +62,8 @@ class Home:
             _point_at(Path(env["CODEX_HOME"]) / "config.toml", url)
         elif self.agent == "gemini":
             env["GOOGLE_GEMINI_BASE_URL"] = url
+        elif self.agent == "qwen-code":
+            env["OPENAI_BASE_URL"] = f"{url}/v1"
         return env
 
 
@@ -77,7 +80,7 @@ def make_home(agent: str, root: Path, work: Path, dsn: str, profile: dict[str, s
     work.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in profile.items()
            if not k.startswith(("ANTHROPIC_", "CLAUDE_", "OPENCODE", "XDG_", "CODEX_", "GEMINI_", "GOOGLE_",
-                                "OPENAI_", "npm_"))}
+                                "OPENAI_", "QWEN_", "npm_"))}
     env.update(HOME=str(home), XDG_DATA_HOME=str(root / "data"), XDG_CONFIG_HOME=str(root / "config"),
                XDG_CACHE_HOME=str(root / "cache"), XDG_STATE_HOME=str(root / "state"), MCP_MEMORY_DSN=dsn,
                TERM="dumb", LANG="C.UTF-8", NO_COLOR="1")
@@ -118,6 +121,15 @@ def make_home(agent: str, root: Path, work: Path, dsn: str, profile: dict[str, s
             "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
             "model": {"name": "gemini-2.5-pro"}}))
         env.update(GEMINI_API_KEY="dummy", GEMINI_CLI_NO_RELAUNCH="true")
+    elif agent == "qwen-code":
+        (home / ".qwen").mkdir()
+        (home / ".qwen" / "settings.json").write_text(json.dumps({
+            "security": {"auth": {"selectedType": "openai"}, "folderTrust": {"enabled": False}},
+            "privacy": {"usageStatisticsEnabled": False}, "telemetry": {"enabled": False},
+            "general": {"enableAutoUpdate": False, "disableAutoUpdate": True, "disableUpdateNag": True},
+            "model": {"name": QWEN_MODEL}}))
+        env.update(OPENAI_API_KEY="sk-dummy", OPENAI_MODEL=QWEN_MODEL, QWEN_CODE_NO_RELAUNCH="true",
+                   QWEN_CODE_SUPPRESS_YOLO_WARNING="1")
     return Home(agent, root, work, env)
 
 
@@ -155,6 +167,8 @@ def run_argv(agent: str, prompt: str, resume: str | None) -> list[str]:
         return ["opencode", "run", "--format", "json", *(["--session", resume] if resume else [])]
     if agent == "codex":
         return ["codex", "exec", "--json", "--skip-git-repo-check", *(["resume", resume] if resume else []), prompt]
+    if agent == "qwen-code":
+        return ["qwen", "-p", prompt, "--yolo", "--output-format", "json", *(["--resume", resume] if resume else [])]
     return ["gemini", "-p", prompt, "--yolo", "--output-format", "json", *(["--resume", resume] if resume else [])]
 
 
