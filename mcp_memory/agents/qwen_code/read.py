@@ -31,17 +31,18 @@ AGENT = NAME
 NOTICE_SUBTYPES = frozenset({"notification", "background_task_completed", "cron"})
 
 
-def parts_of(record: dict[str, Any]) -> list[Any]:
+def parts_of(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The record's content parts that are objects, a `text` key holding text (others are left out)."""
     message = record.get("message")
     parts = message.get("parts") if isinstance(message, dict) else None
-    return parts if isinstance(parts, list) else []
+    return [p for p in parts if isinstance(p, dict) and isinstance(p.get("text", ""), str)] if isinstance(parts, list) else []
 
 
 def is_prompt(record: Any) -> bool:
     """A user record holding text the user typed."""
     if not isinstance(record, dict) or record.get("type") != "user" or record.get("subtype") in NOTICE_SUBTYPES:
         return False
-    return any(isinstance(p, dict) and isinstance(p.get("text"), str) and p["text"].strip() for p in parts_of(record))
+    return any(isinstance(p.get("text"), str) and p["text"].strip() for p in parts_of(record))
 
 
 @dataclass
@@ -87,7 +88,7 @@ class RecordMapper:
 
     def _user(self, record: dict[str, Any], fragment: int) -> None:
         parts = parts_of(record)
-        prose = [p for p in parts if not (isinstance(p, dict) and "functionResponse" in p)]
+        prose = [p for p in parts if "functionResponse" not in p]
         if prose:
             self._add(record, fragment, role="user", content=neutral_content(prose, self.report))
             if record.get("subtype") in NOTICE_SUBTYPES:
@@ -107,7 +108,7 @@ class RecordMapper:
                       name=response.get("name") if isinstance(response.get("name"), str) else None)
 
     def _assistant(self, record: dict[str, Any], fragment: int) -> None:
-        parts = [p for p in parts_of(record) if isinstance(p, dict)]
+        parts = parts_of(record)
         thoughts = [p["text"] for p in parts if p.get("thought") and isinstance(p.get("text"), str)]
         calls = [p["functionCall"] for p in parts if isinstance(p.get("functionCall"), dict)]
         said = [p for p in parts if not (p.get("thought") or "functionCall" in p)]
@@ -157,4 +158,4 @@ def session_facts(records: list[Any]) -> dict[str, Any]:
 
 
 def _prompt_text(record: dict[str, Any]) -> str:
-    return "".join(p["text"] for p in parts_of(record) if isinstance(p, dict) and isinstance(p.get("text"), str)).strip()
+    return "".join(p["text"] for p in parts_of(record) if isinstance(p.get("text"), str)).strip()
