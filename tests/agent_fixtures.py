@@ -20,6 +20,7 @@ FIXTURE_GLOBS: dict[str, tuple[str, ...]] = {
     "deepseek-harness": ("dsh/*.session.jsonl", "deepseek/*/session.jsonl.zstd"),
     "openai": ("dsh/*.json", "openai/*.json"),
     "qwen-code": ("real/qwen-code/*/.qwen/projects/*/chats/*.jsonl",),
+    "kilo": ("real/kilo/*/export-*.json", "real/kilo/*/kilo.db"),
 }
 
 

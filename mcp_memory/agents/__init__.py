@@ -35,6 +35,7 @@ _PACKAGES: tuple[str, ...] = (
     "deepseek_harness",
     "openai_chat",
     "qwen_code",
+    "kilo",
 )
 
 

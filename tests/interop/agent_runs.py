@@ -19,7 +19,7 @@ from typing import Any
 
 from scripted_model import can_call, result_json, tool_results
 
-CLI = {"claude-code": "claude", "opencode": "opencode", "codex": "codex", "gemini": "gemini", "qwen-code": "qwen"}
+CLI = {"claude-code": "claude", "opencode": "opencode", "codex": "codex", "gemini": "gemini", "qwen-code": "qwen", "kilo": "kilo"}
 RUN_TIMEOUT = 180
 
 # OpenCode: a custom openai-compatible provider; "scripted/relay-model" is the user's default model
@@ -40,6 +40,14 @@ def opencode_env(url: str) -> dict[str, str]:
     return {"OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1",
             "OPENCODE_DISABLE_LSP_DOWNLOAD": "1", "OPENCODE_DISABLE_SHARE": "1",
             "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1", "npm_config_registry": f"{url}/npm/"}
+
+
+def kilo_env(url: str) -> dict[str, str]:
+    """Kilo Code's switches for an offline run (no daemon, updates, telemetry, sharing, indexing)."""
+    return {"KILO_DISABLE_MODELS_FETCH": "1", "KILO_DISABLE_AUTOUPDATE": "1", "KILO_DISABLE_LSP_DOWNLOAD": "1",
+            "KILO_DISABLE_SHARE": "1", "KILO_NO_DAEMON": "1", "KILO_DISABLE_SESSION_INGEST": "1",
+            "KILO_DISABLE_PRESENCE": "1", "KILO_DISABLE_CODEBASE_INDEXING": "1", "KILO_TELEMETRY_LEVEL": "off",
+            "npm_config_registry": f"{url}/npm/"}
 
 
 @dataclass
@@ -64,6 +72,9 @@ class Home:
             env["GOOGLE_GEMINI_BASE_URL"] = url
         elif self.agent == "qwen-code":
             env["OPENAI_BASE_URL"] = f"{url}/v1"
+        elif self.agent == "kilo":
+            env.update(kilo_env(url))
+            _point_at(Path(env["XDG_CONFIG_HOME"]) / "kilo" / "kilo.json", url)
         return env
 
 
@@ -80,7 +91,7 @@ def make_home(agent: str, root: Path, work: Path, dsn: str, profile: dict[str, s
     work.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in profile.items()
            if not k.startswith(("ANTHROPIC_", "CLAUDE_", "OPENCODE", "XDG_", "CODEX_", "GEMINI_", "GOOGLE_",
-                                "OPENAI_", "QWEN_", "npm_"))}
+                                "OPENAI_", "QWEN_", "KILO_", "npm_"))}
     env.update(HOME=str(home), XDG_DATA_HOME=str(root / "data"), XDG_CONFIG_HOME=str(root / "config"),
                XDG_CACHE_HOME=str(root / "cache"), XDG_STATE_HOME=str(root / "state"), MCP_MEMORY_DSN=dsn,
                TERM="dumb", LANG="C.UTF-8", NO_COLOR="1")
@@ -121,6 +132,18 @@ def make_home(agent: str, root: Path, work: Path, dsn: str, profile: dict[str, s
             "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
             "model": {"name": "gemini-2.5-pro"}}))
         env.update(GEMINI_API_KEY="dummy", GEMINI_CLI_NO_RELAUNCH="true")
+    elif agent == "kilo":  # OpenCode's provider config, in Kilo's config folder
+        folder = root / "config" / "kilo"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "kilo.json").write_text(json.dumps({
+            "$schema": "https://app.kilo.ai/config.json", "autoupdate": False, "share": "disabled",
+            "model": f"{OPENCODE_PROVIDER}/{OPENCODE_MODEL}", "small_model": f"{OPENCODE_PROVIDER}/{OPENCODE_MODEL}",
+            "permission": {"*": "allow"},
+            "provider": {OPENCODE_PROVIDER: {
+                "npm": "@ai-sdk/openai-compatible", "name": "Scripted model",
+                "options": {"baseURL": "http://127.0.0.1:1/v1", "apiKey": "dummy"},
+                "models": {OPENCODE_MODEL: {"name": "Relay model", "tool_call": True,
+                                            "limit": {"context": 128000, "output": 8192}}}}}}, indent=2))
     elif agent == "qwen-code":
         (home / ".qwen").mkdir()
         (home / ".qwen" / "settings.json").write_text(json.dumps({
@@ -149,12 +172,12 @@ def headless(home: Home, url: str, prompt: str, resume: str | None = None,
              argv: list[str] | None = None) -> subprocess.CompletedProcess[str]:
     """One headless run of the agent with `prompt` (continuing native session `resume` when given),
     or `argv` as given (a printed resume command with the headless flags added)."""
-    env = {**home.with_model(url), "PWD": str(home.work)}  # OpenCode opens its instance at $PWD
+    env = {**home.with_model(url), "PWD": str(home.work)}  # OpenCode (and Kilo) open their instance at $PWD
     argv = argv or run_argv(home.agent, prompt, resume)
     # OpenCode takes the prompt on stdin (as an argument, spaces break it); the others get /dev/null
     # (`codex exec` waits for more input otherwise)
     done = subprocess.run(argv, env=env, cwd=home.work, capture_output=True, text=True, timeout=RUN_TIMEOUT,
-                          input=prompt if home.agent == "opencode" else "")
+                          input=prompt if home.agent in ("opencode", "kilo") else "")
     assert done.returncode == 0, f"{argv}: {done.stderr[-3000:]}\n{done.stdout[-3000:]}"
     return done
 
@@ -167,6 +190,8 @@ def run_argv(agent: str, prompt: str, resume: str | None) -> list[str]:
         return ["opencode", "run", "--format", "json", *(["--session", resume] if resume else [])]
     if agent == "codex":
         return ["codex", "exec", "--json", "--skip-git-repo-check", *(["resume", resume] if resume else []), prompt]
+    if agent == "kilo":
+        return ["kilo", "run", "--format", "json", *(["--session", resume] if resume else [])]
     if agent == "qwen-code":
         return ["qwen", "-p", prompt, "--yolo", "--output-format", "json", *(["--resume", resume] if resume else [])]
     return ["gemini", "-p", prompt, "--yolo", "--output-format", "json", *(["--resume", resume] if resume else [])]
