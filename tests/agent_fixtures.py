@@ -20,6 +20,8 @@ FIXTURE_GLOBS: dict[str, tuple[str, ...]] = {
     "deepseek-harness": ("dsh/*.session.jsonl", "deepseek/*/session.jsonl.zstd"),
     "openai": ("dsh/*.json", "openai/*.json"),
     "copilot": ("real/copilot/*/.copilot/session-state/*/events.jsonl",),
+    "qwen-code": ("real/qwen-code/*/.qwen/projects/*/chats/*.jsonl",),
+    "kilo": ("real/kilo/*/export-*.json", "real/kilo/*/kilo.db"),
 }
 
 

@@ -35,6 +35,8 @@ _PACKAGES: tuple[str, ...] = (
     "deepseek_harness",
     "openai_chat",
     "copilot",
+    "qwen_code",
+    "kilo",
 )
 
 

@@ -19,7 +19,8 @@ from typing import Any
 
 from scripted_model import can_call, result_json, tool_results
 
-CLI = {"claude-code": "claude", "opencode": "opencode", "codex": "codex", "gemini": "gemini", "copilot": "copilot"}
+CLI = {"claude-code": "claude", "opencode": "opencode", "codex": "codex", "gemini": "gemini", "copilot": "copilot",
+       "qwen-code": "qwen", "kilo": "kilo"}
 RUN_TIMEOUT = 180
 
 # OpenCode: a custom openai-compatible provider; "scripted/relay-model" is the user's default model
@@ -28,6 +29,7 @@ OPENCODE_MODEL = "relay-model"
 # Codex: a custom Responses provider; Codex needs a model slug it knows (else it emits an error item)
 CODEX_PROVIDER = "scripted-responses"
 CODEX_MODEL = "gpt-5.5"
+QWEN_MODEL = "scripted-qwen"  # Qwen Code: its OpenAI-compatible provider, model named in settings and env
 
 
 def missing(agent: str) -> bool:
@@ -39,6 +41,14 @@ def opencode_env(url: str) -> dict[str, str]:
     return {"OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1",
             "OPENCODE_DISABLE_LSP_DOWNLOAD": "1", "OPENCODE_DISABLE_SHARE": "1",
             "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1", "npm_config_registry": f"{url}/npm/"}
+
+
+def kilo_env(url: str) -> dict[str, str]:
+    """Kilo Code's switches for an offline run (no daemon, updates, telemetry, sharing, indexing)."""
+    return {"KILO_DISABLE_MODELS_FETCH": "1", "KILO_DISABLE_AUTOUPDATE": "1", "KILO_DISABLE_LSP_DOWNLOAD": "1",
+            "KILO_DISABLE_SHARE": "1", "KILO_NO_DAEMON": "1", "KILO_DISABLE_SESSION_INGEST": "1",
+            "KILO_DISABLE_PRESENCE": "1", "KILO_DISABLE_CODEBASE_INDEXING": "1", "KILO_TELEMETRY_LEVEL": "off",
+            "npm_config_registry": f"{url}/npm/"}
 
 
 @dataclass
@@ -63,6 +73,11 @@ class Home:
             env["GOOGLE_GEMINI_BASE_URL"] = url
         elif self.agent == "copilot":
             env["COPILOT_PROVIDER_BASE_URL"] = f"{url}/v1"
+        elif self.agent == "qwen-code":
+            env["OPENAI_BASE_URL"] = f"{url}/v1"
+        elif self.agent == "kilo":
+            env.update(kilo_env(url))
+            _point_at(Path(env["XDG_CONFIG_HOME"]) / "kilo" / "kilo.json", url)
         return env
 
 
@@ -79,7 +94,7 @@ def make_home(agent: str, root: Path, work: Path, dsn: str, profile: dict[str, s
     work.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in profile.items()
            if not k.startswith(("ANTHROPIC_", "CLAUDE_", "OPENCODE", "XDG_", "CODEX_", "GEMINI_", "GOOGLE_",
-                                "OPENAI_", "npm_", "COPILOT_"))}
+                                "OPENAI_", "QWEN_", "KILO_", "npm_", "COPILOT_"))}
     env.update(HOME=str(home), XDG_DATA_HOME=str(root / "data"), XDG_CONFIG_HOME=str(root / "config"),
                XDG_CACHE_HOME=str(root / "cache"), XDG_STATE_HOME=str(root / "state"), MCP_MEMORY_DSN=dsn,
                TERM="dumb", LANG="C.UTF-8", NO_COLOR="1")
@@ -123,6 +138,27 @@ def make_home(agent: str, root: Path, work: Path, dsn: str, profile: dict[str, s
     elif agent == "copilot":  # BYOK: a custom provider and offline mode need no GitHub login
         env.update(COPILOT_OFFLINE="true", COPILOT_AUTO_UPDATE="false", COPILOT_ALLOW_ALL="true",
                    COPILOT_PROVIDER_TYPE="openai", COPILOT_PROVIDER_API_KEY="sk-dummy", COPILOT_MODEL="fake-model")
+    elif agent == "kilo":  # OpenCode's provider config, in Kilo's config folder
+        folder = root / "config" / "kilo"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "kilo.json").write_text(json.dumps({
+            "$schema": "https://app.kilo.ai/config.json", "autoupdate": False, "share": "disabled",
+            "model": f"{OPENCODE_PROVIDER}/{OPENCODE_MODEL}", "small_model": f"{OPENCODE_PROVIDER}/{OPENCODE_MODEL}",
+            "permission": {"*": "allow"},
+            "provider": {OPENCODE_PROVIDER: {
+                "npm": "@ai-sdk/openai-compatible", "name": "Scripted model",
+                "options": {"baseURL": "http://127.0.0.1:1/v1", "apiKey": "dummy"},
+                "models": {OPENCODE_MODEL: {"name": "Relay model", "tool_call": True,
+                                            "limit": {"context": 128000, "output": 8192}}}}}}, indent=2))
+    elif agent == "qwen-code":
+        (home / ".qwen").mkdir()
+        (home / ".qwen" / "settings.json").write_text(json.dumps({
+            "security": {"auth": {"selectedType": "openai"}, "folderTrust": {"enabled": False}},
+            "privacy": {"usageStatisticsEnabled": False}, "telemetry": {"enabled": False},
+            "general": {"enableAutoUpdate": False, "disableAutoUpdate": True, "disableUpdateNag": True},
+            "model": {"name": QWEN_MODEL}}))
+        env.update(OPENAI_API_KEY="sk-dummy", OPENAI_MODEL=QWEN_MODEL, QWEN_CODE_NO_RELAUNCH="true",
+                   QWEN_CODE_SUPPRESS_YOLO_WARNING="1")
     return Home(agent, root, work, env)
 
 
@@ -142,12 +178,12 @@ def headless(home: Home, url: str, prompt: str, resume: str | None = None,
              argv: list[str] | None = None) -> subprocess.CompletedProcess[str]:
     """One headless run of the agent with `prompt` (continuing native session `resume` when given),
     or `argv` as given (a printed resume command with the headless flags added)."""
-    env = {**home.with_model(url), "PWD": str(home.work)}  # OpenCode opens its instance at $PWD
+    env = {**home.with_model(url), "PWD": str(home.work)}  # OpenCode (and Kilo) open their instance at $PWD
     argv = argv or run_argv(home.agent, prompt, resume)
     # OpenCode takes the prompt on stdin (as an argument, spaces break it); the others get /dev/null
     # (`codex exec` waits for more input otherwise)
     done = subprocess.run(argv, env=env, cwd=home.work, capture_output=True, text=True, timeout=RUN_TIMEOUT,
-                          input=prompt if home.agent == "opencode" else "")
+                          input=prompt if home.agent in ("opencode", "kilo") else "")
     assert done.returncode == 0, f"{argv}: {done.stderr[-3000:]}\n{done.stdout[-3000:]}"
     return done
 
@@ -162,6 +198,10 @@ def run_argv(agent: str, prompt: str, resume: str | None) -> list[str]:
         return ["codex", "exec", "--json", "--skip-git-repo-check", *(["resume", resume] if resume else []), prompt]
     if agent == "copilot":
         return ["copilot", "-p", prompt, "--allow-all-tools", *([f"--resume={resume}"] if resume else [])]
+    if agent == "kilo":
+        return ["kilo", "run", "--format", "json", *(["--session", resume] if resume else [])]
+    if agent == "qwen-code":
+        return ["qwen", "-p", prompt, "--yolo", "--output-format", "json", *(["--resume", resume] if resume else [])]
     return ["gemini", "-p", prompt, "--yolo", "--output-format", "json", *(["--resume", resume] if resume else [])]
 
 

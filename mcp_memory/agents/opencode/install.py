@@ -43,9 +43,9 @@ def register(
     plugin_dir = config_home(environ) / "plugins" if scope == "user" else cwd / ".opencode" / "plugins"
     config = config_file(config_dir)
     if uninstall:
-        return [*_remove_server(config), *_remove_plugin(plugin_dir / PLUGIN_NAME)]
+        return [*remove_server(config), *remove_plugin(plugin_dir / PLUGIN_NAME)]
     entry = {"type": "local", "command": [*command, "serve"], "environment": dict(env), "enabled": True}
-    return [*_add_server(config, entry), *_add_plugin(plugin_dir / PLUGIN_NAME, command, env)]
+    return [*add_server(config, entry), *add_plugin(plugin_dir / PLUGIN_NAME, command, env)]
 
 
 def config_home(environ: Mapping[str, str]) -> Path:
@@ -69,10 +69,11 @@ def config_file(folder: Path) -> Path:
 # --- the MCP entry -----------------------------------------------------------------------------------
 
 
-def _add_server(config: Path, entry: dict[str, Any]) -> list[str]:
+def add_server(config: Path, entry: dict[str, Any], *, schema: str = "https://opencode.ai/config.json") -> list[str]:
+    """Our `mcp` entry into the config (OpenCode's shape, also Kilo Code's), comments kept."""
     text = config.read_text(encoding="utf-8") if config.exists() else ""
     if not text.strip():
-        text = '{\n  "$schema": "https://opencode.ai/config.json"\n}\n'
+        text = '{\n  "$schema": "' + schema + '"\n}\n'
     updated = set_member(text, ["mcp", SERVER_NAME], entry)
     if updated == text and config.exists():
         return [f"{config}: MCP server {SERVER_NAME} already registered"]
@@ -80,9 +81,9 @@ def _add_server(config: Path, entry: dict[str, Any]) -> list[str]:
     return [f"{config}: registered MCP server {SERVER_NAME} ({' '.join(entry['command'])})"]
 
 
-def _remove_server(config: Path) -> list[str]:
+def remove_server(config: Path) -> list[str]:
     if not config.exists():
-        return [f"{config}: no OpenCode config, nothing to remove"]
+        return [f"{config}: no config, nothing to remove"]
     text = config.read_text(encoding="utf-8")
     updated = remove_member(text, ["mcp", SERVER_NAME])
     if updated == text:
@@ -94,9 +95,10 @@ def _remove_server(config: Path) -> list[str]:
 # --- the capture plugin ------------------------------------------------------------------------------
 
 
-def plugin_source(command: list[str], env: dict[str, str]) -> str:
+def plugin_source(command: list[str], env: dict[str, str], agent: str = "opencode") -> str:
     source = PLUGIN_SOURCE.read_text(encoding="utf-8")
     source = _fill(source, "command", json.dumps(list(command)))
+    source = _fill(source, "agent", json.dumps(agent))
     return _fill(source, "env", json.dumps(dict(env), sort_keys=True))
 
 
@@ -107,8 +109,8 @@ def _fill(source: str, slot: str, value: str) -> str:
     return source[:start] + value + source[end:]
 
 
-def _add_plugin(target: Path, command: list[str], env: dict[str, str]) -> list[str]:
-    source = plugin_source(command, env)
+def add_plugin(target: Path, command: list[str], env: dict[str, str], agent: str = "opencode") -> list[str]:
+    source = plugin_source(command, env, agent)
     if target.exists() and target.read_text(encoding="utf-8") == source:
         return [f"{target}: capture plugin already installed"]
     if target.exists() and PLUGIN_MARKER not in target.read_text(encoding="utf-8"):
@@ -117,7 +119,7 @@ def _add_plugin(target: Path, command: list[str], env: dict[str, str]) -> list[s
     return [f"{target}: installed capture plugin (sync on session.idle, recall in the system prompt)"]
 
 
-def _remove_plugin(target: Path) -> list[str]:
+def remove_plugin(target: Path) -> list[str]:
     if not target.exists():
         return [f"{target}: capture plugin was not installed"]
     if PLUGIN_MARKER not in target.read_text(encoding="utf-8"):

@@ -1,4 +1,5 @@
-// mcp-memory capture plugin for OpenCode 1.x (installed by `mcp-memory install opencode`).
+// mcp-memory capture plugin for OpenCode 1.x (installed by `mcp-memory install opencode`; Kilo Code, an
+// OpenCode fork, loads the same plugin, installed by `mcp-memory install kilo`).
 // On `session.idle` (a turn has finished) it runs `<mcp-memory command> sync opencode --session <id>`
 // in the background. Before a session's model requests it adds the project's memory to the system
 // prompt: `<mcp-memory command> recall --hook --agent opencode` runs once per session (stdin
@@ -11,6 +12,7 @@ import { spawn } from "node:child_process"
 
 const COMMAND = /* mcp-memory:command */ ["mcp-memory"] /* end */
 const ENV = /* mcp-memory:env */ {} /* end */
+const AGENT = /* mcp-memory:agent */ "opencode" /* end */ // the agent name of `sync` and `recall --agent`
 
 const running = new Map() // sessionID -> true while a sync runs; "again" when another idle came in
 
@@ -38,7 +40,7 @@ function sync(client, sessionID) {
   }
   try {
     const [program, ...args] = COMMAND
-    const child = spawn(program, [...args, "sync", "opencode", "--session", sessionID], {
+    const child = spawn(program, [...args, "sync", AGENT, "--session", sessionID], {
       env: { ...process.env, ...ENV },
       stdio: ["ignore", "ignore", "pipe"],
     })
@@ -75,7 +77,7 @@ function runRecall(client, directory) {
     }
     try {
       const [program, ...args] = COMMAND
-      child = spawn(program, [...args, "recall", "--hook", "--agent", "opencode"], {
+      child = spawn(program, [...args, "recall", "--hook", "--agent", AGENT], {
         env: { ...process.env, ...ENV },
         stdio: ["pipe", "pipe", "ignore"],
       })
