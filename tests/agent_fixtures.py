@@ -19,6 +19,7 @@ FIXTURE_GLOBS: dict[str, tuple[str, ...]] = {
     "hermes": ("hermes/*.jsonl",),
     "deepseek-harness": ("dsh/*.session.jsonl", "deepseek/*/session.jsonl.zstd"),
     "openai": ("dsh/*.json", "openai/*.json"),
+    "aider": ("real/aider/*/.aider.chat.history.md",),
 }
 
 

@@ -34,6 +34,7 @@ _PACKAGES: tuple[str, ...] = (
     "hermes",
     "deepseek_harness",
     "openai_chat",
+    "aider",
 )
 
 

@@ -9,6 +9,7 @@ under `subprocess.run(timeout=…)`, which kills it by PID when it overruns.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -19,7 +20,7 @@ from typing import Any
 
 from scripted_model import can_call, result_json, tool_results
 
-CLI = {"claude-code": "claude", "opencode": "opencode", "codex": "codex", "gemini": "gemini"}
+CLI = {"claude-code": "claude", "opencode": "opencode", "codex": "codex", "gemini": "gemini", "aider": "aider"}
 RUN_TIMEOUT = 180
 
 # OpenCode: a custom openai-compatible provider; "scripted/relay-model" is the user's default model
@@ -61,6 +62,8 @@ class Home:
             _point_at(Path(env["CODEX_HOME"]) / "config.toml", url)
         elif self.agent == "gemini":
             env["GOOGLE_GEMINI_BASE_URL"] = url
+        elif self.agent == "aider":
+            env["OPENAI_API_BASE"] = f"{url}/v1"
         return env
 
 
@@ -118,7 +121,35 @@ def make_home(agent: str, root: Path, work: Path, dsn: str, profile: dict[str, s
             "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
             "model": {"name": "gemini-2.5-pro"}}))
         env.update(GEMINI_API_KEY="dummy", GEMINI_CLI_NO_RELAUNCH="true")
+    elif agent == "aider":
+        aider_home(home)
+        env.update(OPENAI_API_KEY="sk-dummy", LITELLM_LOCAL_MODEL_COST_MAP="True")
     return Home(agent, root, work, env)
+
+
+# Aider: its switches for an offline headless run, in ~/.aider.conf.yml so that a printed resume line
+# runs as printed (plus --message)
+AIDER_CONFIG = """model: openai/fake-model
+git: false
+yes-always: true
+check-update: false
+show-release-notes: false
+analytics-disable: true
+show-model-warnings: false
+pretty: false
+stream: false
+"""
+
+
+def aider_home(home: Path) -> None:
+    """The switches above, and litellm's bundled price map as Aider's model-info cache (without it
+    Aider fetches the map from GitHub at every start)."""
+    (home / ".aider.conf.yml").write_text(AIDER_CONFIG)
+    caches = home / ".aider" / "caches"
+    caches.mkdir(parents=True)
+    binary = Path(os.path.realpath(shutil.which("aider") or "aider"))
+    for found in binary.parent.parent.glob("lib/python*/site-packages/litellm/model_prices_and_context_window_backup.json"):
+        shutil.copy(found, caches / "model_prices_and_context_window.json")
 
 
 def mcp_memory(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -139,6 +170,8 @@ def headless(home: Home, url: str, prompt: str, resume: str | None = None,
     or `argv` as given (a printed resume command with the headless flags added)."""
     env = {**home.with_model(url), "PWD": str(home.work)}  # OpenCode opens its instance at $PWD
     argv = argv or run_argv(home.agent, prompt, resume)
+    if home.agent == "aider" and "--message" not in argv:
+        argv = [*argv, "--message", prompt]
     # OpenCode takes the prompt on stdin (as an argument, spaces break it); the others get /dev/null
     # (`codex exec` waits for more input otherwise)
     done = subprocess.run(argv, env=env, cwd=home.work, capture_output=True, text=True, timeout=RUN_TIMEOUT,
@@ -155,6 +188,9 @@ def run_argv(agent: str, prompt: str, resume: str | None) -> list[str]:
         return ["opencode", "run", "--format", "json", *(["--session", resume] if resume else [])]
     if agent == "codex":
         return ["codex", "exec", "--json", "--skip-git-repo-check", *(["resume", resume] if resume else []), prompt]
+    if agent == "aider":  # `resume`: a history file of the work dir (Aider has no session ids)
+        return ["aider", *(["--chat-history-file", resume, "--restore-chat-history"] if resume else []),
+                "--message", prompt]
     return ["gemini", "-p", prompt, "--yolo", "--output-format", "json", *(["--resume", resume] if resume else [])]
 
 
