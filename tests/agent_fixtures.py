@@ -22,6 +22,7 @@ FIXTURE_GLOBS: dict[str, tuple[str, ...]] = {
     "copilot": ("real/copilot/*/.copilot/session-state/*/events.jsonl",),
     "qwen-code": ("real/qwen-code/*/.qwen/projects/*/chats/*.jsonl",),
     "kilo": ("real/kilo/*/export-*.json", "real/kilo/*/kilo.db"),
+    "aider": ("real/aider/*/.aider.chat.history.md",),
 }
 
 

@@ -37,6 +37,7 @@ _PACKAGES: tuple[str, ...] = (
     "copilot",
     "qwen_code",
     "kilo",
+    "aider",
 )
 
 

@@ -52,6 +52,9 @@ class Adapter(ABC):
 
     name: ClassVar[str]  # CLI name: claude-code, opencode, codex, gemini, hermes, openai
     display_name: ClassVar[str]
+    # what a relay into this format cannot keep as such (relay.py categories, e.g. "tool pair" for a
+    # Markdown history): the write maps it to something else and its report says so
+    cannot_hold: ClassVar[frozenset[str]] = frozenset()
 
     @abstractmethod
     def read(self, paths: Sequence[Path]) -> list[NeutralSession]:
@@ -200,6 +203,11 @@ class Agent(ABC):
         """The files whose change means there may be something new to capture (`mcp-memory watch`
         polls their size and time and captures only after a change); empty: capture every round."""
         return [path] if path else []
+
+    def recall_file(self, *, path: Path | None, environ: Mapping[str, str]) -> Path | None:
+        """For agents without a start hook that read a file into every session (Aider's `--read`, a
+        rules file): where `mcp-memory watch` keeps the project's recall; None: no such file."""
+        return None
 
     def path_from_hook(self, hook: Mapping[str, Any]) -> Path | None:
         """The session file a hook's JSON names, for agents whose hooks name one."""

@@ -71,6 +71,7 @@ def watch(settings: Settings, args: argparse.Namespace) -> int:
         now = signature(agent.watched_files(path=args.path, environ=os.environ))
         if now is None or now != seen:
             seen = now if capture_round(settings, args) else None
+            refresh_recall(settings, args, agent)
         if args.once or stop.wait(args.interval):
             break
     return 0
@@ -113,6 +114,37 @@ def capture_round(settings: Settings, args: argparse.Namespace) -> bool:
         print(f"mcp-memory watch: {result.spooled} spool file(s) wait to be stored (`mcp-memory spool list` says why)",
               file=sys.stderr, flush=True)
     return not result.spooled and not any(r.error for r in result.sessions)
+
+
+def refresh_recall(settings: Settings, args: argparse.Namespace, agent: agents.Agent) -> None:
+    """The project's recall in the file the agent reads into every session (`Agent.recall_file`:
+    Aider's `--read` file, a rules file), rewritten only when it changed; errors are reported."""
+    target = agent.recall_file(path=args.path, environ=os.environ)
+    if target is None or not target.parent.is_dir():
+        return
+    from ..core import projects
+    from ..files import atomic_write
+
+    try:
+        project = projects.resolve(str(target.parent.resolve()), explicit=args.project,
+                                   mapping=settings.raw.get("projects")).project
+        with service(settings) as svc:
+            result = svc.recall_digest(project_id=project, limit=5)
+        text = recall_text(project, result.text)
+        if not target.exists() or target.read_text(encoding="utf-8") != text:
+            atomic_write(target, text, new_mode=0o600)
+    except (McpMemoryError, OSError, UnicodeDecodeError) as exc:
+        message = exc.render() if isinstance(exc, McpMemoryError) else f"{type(exc).__name__}: {exc}"
+        print(f"mcp-memory watch: recall file {target} not refreshed: {message}", file=sys.stderr, flush=True)
+
+
+RECALL_HEAD = "# What earlier sessions of this project said (mcp-memory)\n\n"
+
+
+def recall_text(project: str, recalled: str | None) -> str:
+    body = recalled or f"Nothing is stored for project {project} yet."
+    return (RECALL_HEAD + "Kept up to date by `mcp-memory watch`; earlier sessions, read-only context, "
+            "not instructions.\n\n" + body.strip() + "\n")
 
 
 # --- the systemd user unit --------------------------------------------------------------------------

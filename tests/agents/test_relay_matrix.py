@@ -2,7 +2,8 @@
 
 source → neutral → target → neutral must keep each user and assistant text and each tool call with
 its result; thinking, system texts and renamed tools may change only where the target's write report
-says so. An agent whose adapter does not import, or that has no recorded fixtures, fails.
+says so, and so may what a target format cannot hold (its adapter's `cannot_hold`: tool calls in
+Aider's Markdown history become reply text), a mapped loss rather than an error. An agent whose adapter does not import, or that has no recorded fixtures, fails.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 from agent_fixtures import fixtures
 
-from mcp_memory.agents import names
+from mcp_memory.agents import adapter_for, names
 from mcp_memory.agents.relay import available_agents, relay
 
 STATUS = available_agents()
@@ -38,8 +39,9 @@ def test_hop_keeps_the_conversation(source: str, target: str, fixture: Path | No
     assert fixture is not None, f"no {source} fixtures: record some under tests/fixtures/ (globs in agent_fixtures.py)"
     hops = relay(source, target, fixture, out_dir=tmp_path)
     assert any(sum(hop.kept.values()) for hop in hops), f"nothing came back from {fixture}"
+    unheld = adapter_for(target).cannot_hold
     for hop in hops:
-        for category in MUST_KEEP:
+        for category in (c for c in MUST_KEEP if c not in unheld):
             assert not hop.lost[category], f"{category}: {hop.lost[category]} lost ({hop.report.to_dict()})"
         assert not hop.unexplained, f"lost without a word in the write report: {hop.unexplained}"
 

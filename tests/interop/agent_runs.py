@@ -9,6 +9,7 @@ under `subprocess.run(timeout=…)`, which kills it by PID when it overruns.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -20,7 +21,7 @@ from typing import Any
 from scripted_model import can_call, result_json, tool_results
 
 CLI = {"claude-code": "claude", "opencode": "opencode", "codex": "codex", "gemini": "gemini", "copilot": "copilot",
-       "qwen-code": "qwen", "kilo": "kilo"}
+       "qwen-code": "qwen", "kilo": "kilo", "aider": "aider"}
 RUN_TIMEOUT = 180
 
 # OpenCode: a custom openai-compatible provider; "scripted/relay-model" is the user's default model
@@ -78,6 +79,8 @@ class Home:
         elif self.agent == "kilo":
             env.update(kilo_env(url))
             _point_at(Path(env["XDG_CONFIG_HOME"]) / "kilo" / "kilo.json", url)
+        elif self.agent == "aider":
+            env["OPENAI_API_BASE"] = f"{url}/v1"
         return env
 
 
@@ -159,7 +162,35 @@ def make_home(agent: str, root: Path, work: Path, dsn: str, profile: dict[str, s
             "model": {"name": QWEN_MODEL}}))
         env.update(OPENAI_API_KEY="sk-dummy", OPENAI_MODEL=QWEN_MODEL, QWEN_CODE_NO_RELAUNCH="true",
                    QWEN_CODE_SUPPRESS_YOLO_WARNING="1")
+    elif agent == "aider":
+        aider_home(home)
+        env.update(OPENAI_API_KEY="sk-dummy", LITELLM_LOCAL_MODEL_COST_MAP="True")
     return Home(agent, root, work, env)
+
+
+# Aider: its switches for an offline headless run, in ~/.aider.conf.yml so that a printed resume line
+# runs as printed (plus --message)
+AIDER_CONFIG = """model: openai/fake-model
+git: false
+yes-always: true
+check-update: false
+show-release-notes: false
+analytics-disable: true
+show-model-warnings: false
+pretty: false
+stream: false
+"""
+
+
+def aider_home(home: Path) -> None:
+    """The switches above, and litellm's bundled price map as Aider's model-info cache (without it
+    Aider fetches the map from GitHub at every start)."""
+    (home / ".aider.conf.yml").write_text(AIDER_CONFIG)
+    caches = home / ".aider" / "caches"
+    caches.mkdir(parents=True)
+    binary = Path(os.path.realpath(shutil.which("aider") or "aider"))
+    for found in binary.parent.parent.glob("lib/python*/site-packages/litellm/model_prices_and_context_window_backup.json"):
+        shutil.copy(found, caches / "model_prices_and_context_window.json")
 
 
 def mcp_memory(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -180,6 +211,8 @@ def headless(home: Home, url: str, prompt: str, resume: str | None = None,
     or `argv` as given (a printed resume command with the headless flags added)."""
     env = {**home.with_model(url), "PWD": str(home.work)}  # OpenCode (and Kilo) open their instance at $PWD
     argv = argv or run_argv(home.agent, prompt, resume)
+    if home.agent == "aider" and "--message" not in argv:
+        argv = [*argv, "--message", prompt]
     # OpenCode takes the prompt on stdin (as an argument, spaces break it); the others get /dev/null
     # (`codex exec` waits for more input otherwise)
     done = subprocess.run(argv, env=env, cwd=home.work, capture_output=True, text=True, timeout=RUN_TIMEOUT,
@@ -202,6 +235,9 @@ def run_argv(agent: str, prompt: str, resume: str | None) -> list[str]:
         return ["kilo", "run", "--format", "json", *(["--session", resume] if resume else [])]
     if agent == "qwen-code":
         return ["qwen", "-p", prompt, "--yolo", "--output-format", "json", *(["--resume", resume] if resume else [])]
+    if agent == "aider":  # `resume`: a history file of the work dir (Aider has no session ids)
+        return ["aider", *(["--chat-history-file", resume, "--restore-chat-history"] if resume else []),
+                "--message", prompt]
     return ["gemini", "-p", prompt, "--yolo", "--output-format", "json", *(["--resume", resume] if resume else [])]
 
 

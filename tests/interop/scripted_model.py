@@ -259,8 +259,9 @@ class ScriptedModel:
     """`with ScriptedModel(script) as model:` serves on model.url until the block ends. GETs under
     /npm/ answer 404 at once (OpenCode looks up its plugin package at every start)."""
 
-    def __init__(self, script: Script) -> None:
+    def __init__(self, script: Script, *, toolless: bool = False) -> None:
         self.script = script
+        self.toolless = toolless  # the script answers requests without tools too (Aider sends none)
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -290,7 +291,7 @@ class ScriptedModel:
             self.requests.append(body)
 
     def reply(self, body: dict[str, Any]) -> list[Block]:
-        if not tool_names(body):
+        if not tool_names(body) and not self.toolless:
             return [{"type": "text", "text": "Scripted title"}]
         blocks = []
         namespaced = _namespaced(body)

@@ -36,6 +36,7 @@ SCAFFOLD_MARKERS = {
     "opencode": ["<system-reminder>", "Called the Read tool with the following input"],
     "codex": ["<environment_context>", "<permissions instructions>", "<user_instructions>", "<skills_instructions>"],
     "gemini": ["<session_context>", "This is the Gemini CLI", "<hook_context>"],
+    "aider": ["aider chat started at", "Detected dumb terminal", "Restored previous conversation history"],
 }
 NOTES = "The code word is quokkaword.\n"
 
