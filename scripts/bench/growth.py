@@ -260,7 +260,7 @@ def report(results: list[dict[str, Any]]) -> None:
         if key not in results[0]:
             continue
         print(f"{label:<32}" + "".join(
-            f"  {r['messages'] / 1e6:>4.0f}M p50 {r[key]['p50']:8.1f} p95 {r[key]['p95']:8.1f} "
+            f"  {r['messages'] / 1e6:>4.1f}M p50 {r[key]['p50']:8.1f} p95 {r[key]['p95']:8.1f} "
             f"(limit p50 {r[key].get('limit_p50', 0):6.1f}, errors {r[key].get('errors', 0)})" for r in results))
     for r in results:
         if "sizes" in r:
