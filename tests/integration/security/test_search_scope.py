@@ -6,9 +6,11 @@ in its session. Each caller here runs raw SQL as a token holder would."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import psycopg
+import psycopg.sql
 import pytest
 from security_support import connect_as, token_service
 from test_write_api import world  # noqa: F401 (the fixture `world`: projects A and B)
@@ -103,3 +105,42 @@ def test_search_as_a_token_finds_only_its_projects(indexed, make_token, settings
         assert not service.search_messages("hello", project_id="B", mode="fts").matches
     finally:
         service.db.close()
+
+
+def test_a_tokens_search_reads_the_gin_index_on_the_month_partitions(indexed, make_token, fresh_db, admin_dsn) -> None:
+    """The plan a token's search runs, as auto_explain logs it inside mm_search_candidates: the match is
+    an index condition on the month partitions' GIN indexes, with the caller's scope beside it. (Before
+    migration 0030 the same search as a token was a scan of every row with the match as a filter.)"""
+    token = make_token("plan", ["A"], read_only=True)
+    with psycopg.connect(admin_dsn, autocommit=True) as admin:
+        try:
+            admin.execute("LOAD 'auto_explain'")
+        except psycopg.Error as exc:  # the embedded server's build has no auto_explain
+            pytest.skip(f"auto_explain is not available here: {exc}")
+        # the token can neither LOAD a library nor set its parameters: the superuser sets them for the role
+        for setting in ("session_preload_libraries = 'auto_explain'", "auto_explain.log_nested_statements = on",
+                        "auto_explain.log_min_duration = 0", "auto_explain.log_format = json",
+                        "auto_explain.log_level = notice"):
+            admin.execute(psycopg.sql.SQL("ALTER ROLE {} SET " + setting).format(psycopg.sql.Identifier(token.role)))
+    notices: list[str] = []
+    with connect_as(token, autocommit=True) as conn:
+        conn.add_notice_handler(lambda d: notices.append(d.message_primary or ""))
+        conn.execute("SET enable_seqscan = off")  # tiny tables: show what the indexes allow
+        rows = conn.execute(CALL, {"newest": False, "project": None}).fetchall()
+    assert rows and {sid for sid, _ in rows} == {str(indexed["A"])}
+    plans = [json.loads(n[n.index("{"):]) for n in notices if "{" in n and "message_search" in n]
+    inner = [p for p in plans if "WITH candidates" in p.get("Query Text", "")]
+    assert inner, notices
+    found = [node for node in walk(inner[0]["Plan"]) if node.get("Relation Name", "").startswith("message_search")]
+    assert found, inner[0]
+    # the planner chooses per partition (a tiny one may take the project index); under RLS the match
+    # could be an index condition in none of them
+    assert any("tsv @@" in node.get("Recheck Cond", "") for node in found), found
+    assert all("project_id" in node.get("Filter", "") + node.get("Recheck Cond", "") for node in found), found
+    assert len(found) >= 2  # month partitions
+
+
+def walk(plan: dict) -> Iterator[dict]:
+    yield plan
+    for child in plan.get("Plans", []):
+        yield from walk(child)
