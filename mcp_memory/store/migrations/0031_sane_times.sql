@@ -22,3 +22,22 @@ ALTER TABLE decisions ADD CONSTRAINT decisions_times_range
            AND updated_at >= '1970-01-01 00:00:00+00' AND updated_at < '10000-01-01 00:00:00+00') NOT VALID;
 ALTER TABLE session_context ADD CONSTRAINT session_context_created_at_range
     CHECK (created_at >= '1970-01-01 00:00:00+00' AND created_at < '10000-01-01 00:00:00+00') NOT VALID;
+
+-- A month retired before this migration (`db partitions --retire`, migration 0023) is a table apart
+-- that did not get the constraint; attaching it again (mm_restore_month) needs it, as a partition
+-- made from now on has it.
+DO $$
+DECLARE
+    t text;
+BEGIN
+    FOR t IN SELECT d FROM retired_months r, pg_catalog.unnest(r.detached) AS d LOOP
+        IF t LIKE 'messages\_p%' AND pg_catalog.to_regclass(pg_catalog.quote_ident(t)) IS NOT NULL
+           AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_constraint c
+                           WHERE c.conrelid = pg_catalog.to_regclass(pg_catalog.quote_ident(t))
+                             AND c.conname = 'messages_created_at_range') THEN
+            EXECUTE pg_catalog.format('ALTER TABLE %I ADD CONSTRAINT messages_created_at_range CHECK (created_at >= '
+                                      '''1970-01-01 00:00:00+00'' AND created_at < ''10000-01-01 00:00:00+00'') NOT VALID',
+                                      t);
+        END IF;
+    END LOOP;
+END $$;

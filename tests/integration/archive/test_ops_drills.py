@@ -113,6 +113,21 @@ def test_archiver_install_sets_up_what_the_service_unit_expects(tmp_path: Path) 
 # unrecorded (their steps run again on their own result: the tables are already partitioned, the
 # append function is replaced)
 ROLLBACK = (
+    # 0033 (snapshot ids past the archive), 0031 (time ranges), 0030 (search as a definer)
+    "DROP FUNCTION mm_archive_renumber_snapshot(bigint, bigint)", "DROP FUNCTION mm_archive_snapshot_floor(bigint)",
+    "DELETE FROM schema_migrations WHERE version = 33",
+    "ALTER TABLE sessions DROP CONSTRAINT sessions_created_at_range",
+    "ALTER TABLE sessions DROP CONSTRAINT sessions_updated_at_range",
+    "ALTER TABLE messages DROP CONSTRAINT messages_created_at_range",
+    "ALTER TABLE snapshots DROP CONSTRAINT snapshots_created_at_range",
+    "ALTER TABLE decisions DROP CONSTRAINT decisions_times_range",
+    "ALTER TABLE session_context DROP CONSTRAINT session_context_created_at_range",
+    "DELETE FROM schema_migrations WHERE version = 31",
+    "DROP FUNCTION mm_search_candidates(tsquery, text[], double precision[], double precision, double precision, "
+    "double precision, integer, boolean, boolean, text, text, timestamptz, timestamptz, text, text[], bigint[], bigint[])",
+    "DROP FUNCTION mm_search_candidates_query(boolean, boolean, boolean, boolean, boolean, boolean, boolean, boolean, "
+    "integer)",
+    "DELETE FROM schema_migrations WHERE version = 30",
     # 0029 (one caller per token): mm_caller back to 0026's, its policies as 0026 left them
     "DROP POLICY mm_own ON access_tokens", "DROP POLICY mm_own ON access_token_projects",
     "DROP POLICY mm_read ON decisions", "DROP FUNCTION mm_caller()", "ALTER FUNCTION mm_login_role() RENAME TO mm_caller",
