@@ -10,17 +10,13 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
-import selectors
-import signal
 import subprocess
-import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
 from ..errors import Invalid, Unavailable
-from . import layout
+from . import gitwatch, layout
 from .worktree import _open_folder, append_lines, open_file, remove_file, write_if_changed
 
 log = logging.getLogger(__name__)
@@ -218,75 +214,20 @@ def push(repo: Path, *, timeout: float, tick: Callable[[], None] | None = None) 
 
 
 def watched(repo: Path, *args: str, idle: float, tick: Callable[[], None] | None = None) -> str:
-    """Run a git command that reports progress on stderr; kill it with every process it started (its
-    own process group: the transport, ssh, a local receive-pack) after `idle` seconds without output.
-    Its stdout, or GitError."""
+    """Run a git command that reports progress on stderr; kill it with every process it started
+    after `idle` seconds without output (gitwatch.py). Its stdout, or GitError."""
     if not repo.is_dir():
         raise GitError(f"the archive repository folder {repo} does not exist (removed or not mounted?)")
     try:
-        proc = subprocess.Popen(["git", *args], cwd=repo, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env={**os.environ, **_ENV}, start_new_session=True)
+        done = gitwatch.run(["git", *args], cwd=repo, env={**os.environ, **_ENV}, idle=idle, tick=tick)
     except FileNotFoundError:
         raise GitError("the git executable was not found on PATH") from None
-    try:
-        out, err, stalled = _follow(proc, idle=idle, tick=tick)
-    finally:
-        _kill_group(proc)
-    if stalled:
+    if done.stalled:
         raise GitError(f"git {args[0]} made no progress for {idle:.0f}s and was killed")
-    if proc.returncode != 0:
-        said = [line for line in err.replace("\r", "\n").splitlines() if not _PROGRESS.match(line)]
-        message = " ".join(" ".join(said).split()) or f"exit {proc.returncode}"
-        raise GitError(f"git {args[0]}: {message[-2000:]}", rejected="rejected" in (err + out))
-    return out
-
-
-# git's progress lines, left out of an error message
-_PROGRESS = re.compile(r"^\s*(remote: )?(Enumerating|Counting|Delta|Compressing|Writing|Total|Resolving) ")
-
-
-def _follow(proc: subprocess.Popen[bytes], *, idle: float, tick: Callable[[], None] | None) -> tuple[str, str, bool]:
-    """Read both pipes until the process ends (or only children it left behind hold them); True as the
-    third value when nothing came for `idle` seconds."""
-    if proc.stdout is None or proc.stderr is None:
-        raise GitError("git started without its pipes")
-    streams = {proc.stdout: bytearray(), proc.stderr: bytearray()}
-    with selectors.DefaultSelector() as selector:
-        for stream in streams:
-            selector.register(stream, selectors.EVENT_READ)
-        last = time.monotonic()
-        while selector.get_map():
-            for key, _ in selector.select(timeout=min(1.0, idle)):
-                data = os.read(key.fd, 65536)
-                if data:
-                    streams[key.fileobj].extend(data)  # type: ignore[index]
-                    last = time.monotonic()
-                else:
-                    selector.unregister(key.fileobj)
-            if tick is not None:
-                tick()
-            if proc.poll() is not None and selector.get_map() and time.monotonic() - last > 1.0:
-                break  # git is done; what still holds its pipes is a child it left behind
-            if time.monotonic() - last > idle:
-                return _text(streams[proc.stdout]), _text(streams[proc.stderr]), True
-    proc.wait()
-    return _text(streams[proc.stdout]), _text(streams[proc.stderr]), False
-
-
-def _text(data: bytearray) -> str:
-    return bytes(data).decode(errors="replace")
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGKILL whatever is left of the command's process group, then reap git and close its pipes."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    proc.wait()
-    for stream in (proc.stdout, proc.stderr):
-        if stream is not None:
-            stream.close()
+    if done.returncode != 0:
+        message = " ".join(" ".join(gitwatch.said(done.err)).split()) or f"exit {done.returncode}"
+        raise GitError(f"git {args[0]}: {message[-2000:]}", rejected="rejected" in (done.err + done.out))
+    return done.out
 
 
 def point_remote_head(remote: str) -> bool:
